@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# softmr - software RDMA device with the full memory registration family.
+#
+#   make           build softmr.ko (KDIR=... for another kernel) and the provider
+#   make demo      install what is missing, build, boot the test kernel, show
+#                  softmr0 and the ib_write_bw baseline
+#   make check     everything: build, lint, KUnit under UML, the VM suite
+#
+# Other targets: deps module provider tests kunit vmtest lint bench clean.
+# Slow, reusable things live in $(SOFTMR_CACHE) (default ~/.cache/softmr).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+all: module provider tests
+
+deps:
+	scripts/deps
+
+module: deps
+	scripts/build-module modules
+
+provider: deps
+	scripts/build-provider >/dev/null
+
+tests: provider
+	scripts/build-tests
+
+kunit: deps
+	scripts/kunit
+
+vmtest: module provider tests
+	scripts/vm-run 'userspace/tests/run-all'
+
+lint: deps
+	scripts/lint
+
+demo: module provider tests
+	scripts/demo
+
+bench: module provider tests
+	scripts/bench
+
+check: all
+	scripts/check
+
+clean:
+	-scripts/build-module clean
+	rm -rf userspace/tests/build .out
+
+.PHONY: all deps module provider tests kunit vmtest lint demo bench check clean

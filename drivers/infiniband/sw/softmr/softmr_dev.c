@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr device lifetime: creation from `rdma link add`, registration with
+ * ib_core, tracking of the underlying netdev and removal.
+ *
+ * A device is removed by `rdma link del` (ib_core calls
+ * ib_unregister_device_and_put()), by the unregistration of its netdev
+ * (ib_unregister_device_queued()) or by module unload
+ * (softmr_dev_unregister_all()).  Every path ends in softmr_dealloc_driver(),
+ * the last driver op ib_core calls for a device.
+ */
+
+#include <linux/dma-mapping.h>
+#include <linux/if_arp.h>
+#include <linux/if_vlan.h>
+#include <linux/vmalloc.h>
+#include <net/addrconf.h>
+#include <rdma/ib_cache.h>
+
+#include "softmr.h"
+
+static LIST_HEAD(softmr_dev_list);
+static DEFINE_SPINLOCK(softmr_dev_list_lock);
+/* Serialises device creation so the duplicate checks below are stable. */
+static DEFINE_MUTEX(softmr_add_mutex);
+
+/**
+ * softmr_dev_get_by_netdev() - find the softmr device bound to a netdev
+ * @ndev: the netdev
+ *
+ * Return: the device with a reference held (release with ib_device_put()),
+ * or NULL.
+ */
+struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
+{
+	struct softmr_dev *sdev, *found = NULL;
+
+	spin_lock(&softmr_dev_list_lock);
+	list_for_each_entry(sdev, &softmr_dev_list, list) {
+		if (sdev->ndev == ndev && ib_device_try_get(&sdev->ibdev)) {
+			found = sdev;
+			break;
+		}
+	}
+	spin_unlock(&softmr_dev_list_lock);
+	return found;
+}
+
+static void softmr_status_write(struct softmr_dev *sdev,
+				enum ib_port_state state, bool changed)
+{
+	struct softmr_status_page *st = sdev->status;
+
+	lockdep_assert_held(&sdev->port_lock);
+	WRITE_ONCE(st->seq, st->seq + 1);
+	smp_wmb();
+	WRITE_ONCE(st->port_state, state);
+	WRITE_ONCE(st->netdev_mtu, READ_ONCE(sdev->ndev->mtu));
+	WRITE_ONCE(st->active_mtu,
+		   ib_mtu_int_to_enum(READ_ONCE(sdev->ndev->mtu)));
+	WRITE_ONCE(st->ifindex, sdev->ndev->ifindex);
+	if (changed)
+		WRITE_ONCE(st->port_events, st->port_events + 1);
+	smp_wmb();
+	WRITE_ONCE(st->seq, st->seq + 1);
+}
+
+/**
+ * softmr_port_update() - derive the port state from the netdev
+ * @sdev: the device
+ *
+ * The port is ACTIVE while the netdev is up and has carrier.  A change is
+ * reported to ib_core consumers as IB_EVENT_PORT_ACTIVE or
+ * IB_EVENT_PORT_ERR, and published in the status page.
+ */
+void softmr_port_update(struct softmr_dev *sdev)
+{
+	struct net_device *ndev = sdev->ndev;
+	enum ib_port_state state;
+	struct ib_event ev = {};
+	bool changed;
+
+	state = netif_running(ndev) && netif_carrier_ok(ndev) ?
+		IB_PORT_ACTIVE : IB_PORT_DOWN;
+
+	spin_lock(&sdev->port_lock);
+	changed = sdev->port_state != state;
+	sdev->port_state = state;
+	softmr_status_write(sdev, state, changed);
+	spin_unlock(&sdev->port_lock);
+
+	if (!changed)
+		return;
+	ev.device = &sdev->ibdev;
+	ev.element.port_num = 1;
+	ev.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+					     IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&ev);
+}
+
+/**
+ * softmr_netdev_event() - follow the netdevs softmr devices are bound to
+ * @nb: the notifier block
+ * @event: NETDEV_* event
+ * @arg: struct netdev_notifier_info
+ *
+ * Return: NOTIFY_OK.
+ */
+int softmr_netdev_event(struct notifier_block *nb, unsigned long event,
+			void *arg)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(arg);
+	struct softmr_dev *sdev;
+
+	sdev = softmr_dev_get_by_netdev(ndev);
+	if (!sdev)
+		return NOTIFY_OK;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		ib_unregister_device_queued(&sdev->ibdev);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+	case NETDEV_CHANGEMTU:
+		softmr_port_update(sdev);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&sdev->ibdev);
+	return NOTIFY_OK;
+}
+
+static bool softmr_netdev_supported(struct net_device *ndev)
+{
+	if (is_vlan_dev(ndev))
+		return false;
+	return ndev->type == ARPHRD_ETHER || ndev->type == ARPHRD_LOOPBACK;
+}
+
+static void softmr_init_attr(struct softmr_dev *sdev)
+{
+	struct ib_device_attr *attr = &sdev->attr;
+
+	attr->fw_ver = SOFTMR_FW_VER;
+	attr->sys_image_guid = sdev->ibdev.node_guid;
+	attr->vendor_id = SOFTMR_VENDOR_ID;
+	attr->vendor_part_id = SOFTMR_VENDOR_PART_ID;
+	attr->hw_ver = SOFTMR_HW_VER;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->max_pd = SOFTMR_MAX_PD;
+	attr->max_pkeys = SOFTMR_PKEY_TBL_LEN;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+}
+
+/* Node GUID: the netdev's EUI-48 as EUI-64, or a random one for lo. */
+static void softmr_init_guid(struct softmr_dev *sdev, struct net_device *ndev)
+{
+	u8 *guid = (u8 *)&sdev->ibdev.node_guid;
+
+	if (ndev->addr_len == ETH_ALEN && !is_zero_ether_addr(ndev->dev_addr)) {
+		addrconf_addr_eui48(guid, ndev->dev_addr);
+		return;
+	}
+	get_random_bytes(guid, sizeof(sdev->ibdev.node_guid));
+	guid[0] = (guid[0] & ~0x01) | 0x02;	/* locally administered */
+}
+
+static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
+{
+	struct platform_device_info info = {
+		.name = SOFTMR_DRIVER_NAME,
+		.id = PLATFORM_DEVID_AUTO,
+		.dma_mask = DMA_BIT_MASK(64),
+	};
+	struct ib_device *ibdev = &sdev->ibdev;
+	int err;
+
+	INIT_LIST_HEAD(&sdev->list);
+	spin_lock_init(&sdev->port_lock);
+	sdev->port_state = IB_PORT_NOP;
+
+	sdev->status = vmalloc_user(PAGE_SIZE);
+	if (!sdev->status)
+		return -ENOMEM;
+	sdev->status->abi_version = SOFTMR_UVERBS_ABI_VERSION;
+
+	sdev->pdev = platform_device_register_full(&info);
+	if (IS_ERR(sdev->pdev)) {
+		err = PTR_ERR(sdev->pdev);
+		sdev->pdev = NULL;
+		return err;
+	}
+
+	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+
+	ib_set_device_ops(ibdev, &softmr_dev_ops);
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = num_possible_cpus();
+	ibdev->dev.parent = &sdev->pdev->dev;
+	ibdev->local_dma_lkey = 0;
+	ibdev->driver_def = softmr_uapi_defs;
+	strscpy(ibdev->node_desc, "softmr", sizeof(ibdev->node_desc));
+	softmr_init_guid(sdev, ndev);
+	softmr_init_attr(sdev);
+
+	return ib_device_set_netdev(ibdev, ndev, 1);
+}
+
+/**
+ * softmr_dealloc_driver() - release what softmr_dev_init() acquired
+ * @ibdev: the device
+ *
+ * Called by ib_dealloc_device(), after unregistration or a failed
+ * registration; the last driver op for a device.
+ */
+void softmr_dealloc_driver(struct ib_device *ibdev)
+{
+	struct softmr_dev *sdev = to_sdev(ibdev);
+
+	spin_lock(&softmr_dev_list_lock);
+	list_del_init(&sdev->list);
+	spin_unlock(&softmr_dev_list_lock);
+
+	WARN_ON(atomic_read(&sdev->pd_count));
+	if (sdev->ndev)
+		netdev_put(sdev->ndev, &sdev->ndev_tracker);
+	if (sdev->pdev)
+		platform_device_unregister(sdev->pdev);
+	vfree(sdev->status);
+}
+
+/**
+ * softmr_dev_add() - create and register a softmr device
+ * @name: the ib device name, e.g. "softmr0"
+ * @ndev: the Ethernet (or loopback) netdev to bind to
+ *
+ * Return: 0, -EINVAL for an unsuitable netdev, -EEXIST when the name is
+ * taken or @ndev already has a softmr device, or another negative errno.
+ */
+int softmr_dev_add(const char *name, struct net_device *ndev)
+{
+	struct softmr_dev *sdev, *other;
+	struct ib_device *ibdev;
+	int err;
+
+	if (!softmr_netdev_supported(ndev)) {
+		pr_err("%s: netdev %s is not an Ethernet device\n",
+		       SOFTMR_DRIVER_NAME, ndev->name);
+		return -EINVAL;
+	}
+
+	mutex_lock(&softmr_add_mutex);
+	ibdev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	if (ibdev) {
+		ib_device_put(ibdev);
+		pr_err("%s: device name %s is in use\n", SOFTMR_DRIVER_NAME,
+		       name);
+		err = -EEXIST;
+		goto unlock;
+	}
+	other = softmr_dev_get_by_netdev(ndev);
+	if (other) {
+		pr_err("%s: %s already has device %s\n", SOFTMR_DRIVER_NAME,
+		       ndev->name, dev_name(&other->ibdev.dev));
+		ib_device_put(&other->ibdev);
+		err = -EEXIST;
+		goto unlock;
+	}
+
+	sdev = ib_alloc_device(softmr_dev, ibdev);
+	if (!sdev) {
+		err = -ENOMEM;
+		goto unlock;
+	}
+	err = softmr_dev_init(sdev, ndev);
+	if (err)
+		goto dealloc;
+
+	err = ib_register_device(&sdev->ibdev, name, &sdev->pdev->dev);
+	if (err) {
+		/* ib_core reports a name taken meanwhile as ENFILE */
+		if (err == -ENFILE)
+			err = -EEXIST;
+		goto dealloc;
+	}
+
+	spin_lock(&softmr_dev_list_lock);
+	list_add_tail(&sdev->list, &softmr_dev_list);
+	spin_unlock(&softmr_dev_list_lock);
+	softmr_port_update(sdev);
+	mutex_unlock(&softmr_add_mutex);
+	return 0;
+
+dealloc:
+	ib_dealloc_device(&sdev->ibdev);
+unlock:
+	mutex_unlock(&softmr_add_mutex);
+	return err;
+}
+
+/**
+ * softmr_dev_unregister_all() - remove every softmr device
+ *
+ * For module unload, after the link ops are unregistered.  A device whose
+ * removal is already under way elsewhere (rdma link del, or the queued
+ * unregistration of a vanished netdev) is still on the list until its
+ * softmr_dealloc_driver() ran; ib_unregister_device() waits for that.  What
+ * such a removal does after softmr_dealloc_driver() is ib_core's own code,
+ * so nothing of this module is called once the list is empty.
+ */
+void softmr_dev_unregister_all(void)
+{
+	struct softmr_dev *sdev;
+
+	for (;;) {
+		spin_lock(&softmr_dev_list_lock);
+		sdev = list_first_entry_or_null(&softmr_dev_list,
+						struct softmr_dev, list);
+		if (sdev) {
+			list_del_init(&sdev->list);
+			get_device(&sdev->ibdev.dev);
+		}
+		spin_unlock(&softmr_dev_list_lock);
+		if (!sdev)
+			break;
+		ib_unregister_device(&sdev->ibdev);
+		put_device(&sdev->ibdev.dev);
+	}
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr device, port, user context and protection domain verbs, and the
+ * ib_device_ops table that names every verb softmr implements.
+ */
+
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "softmr.h"
+
+static int softmr_query_device(struct ib_device *ibdev,
+			       struct ib_device_attr *attr,
+			       struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibdev);
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+	*attr = sdev->attr;
+	return 0;
+}
+
+static int softmr_query_port(struct ib_device *ibdev, u32 port_num,
+			     struct ib_port_attr *attr)
+{
+	struct softmr_dev *sdev = to_sdev(ibdev);
+	enum ib_port_state state;
+	int err;
+
+	/* ib_core has zeroed *attr and validated port_num */
+	spin_lock(&sdev->port_lock);
+	state = sdev->port_state;
+	spin_unlock(&sdev->port_lock);
+
+	attr->state = state;
+	attr->phys_state = state == IB_PORT_ACTIVE ?
+			   IB_PORT_PHYS_STATE_LINK_UP :
+			   IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = min(ib_mtu_int_to_enum(READ_ONCE(sdev->ndev->mtu)),
+			       IB_MTU_4096);
+	attr->gid_tbl_len = SOFTMR_GID_TBL_LEN;
+	attr->port_cap_flags = 0;
+	attr->max_msg_sz = 0;
+	attr->bad_pkey_cntr = 0;
+	attr->qkey_viol_cntr = 0;
+	attr->pkey_tbl_len = SOFTMR_PKEY_TBL_LEN;
+	attr->lid = 0;
+	attr->sm_lid = 0;
+	attr->lmc = 0;
+	attr->max_vl_num = SOFTMR_MAX_VL_NUM;
+	attr->sm_sl = 0;
+	attr->subnet_timeout = 0;
+	attr->init_type_reply = 0;
+	attr->ip_gids = true;
+
+	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			       &attr->active_width);
+	return err;
+}
+
+static int softmr_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+				     struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr = {};
+	int err;
+
+	/*
+	 * RoCE v1 and v2 GIDs from the netdev.  The MAD and CM capabilities
+	 * (QP1) are added with the QP engine; without QPs they cannot work.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE |
+				    RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
+	err = ib_query_port(ibdev, port_num, &attr);
+	if (err)
+		return err;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	return 0;
+}
+
+static enum rdma_link_layer softmr_get_link_layer(struct ib_device *ibdev,
+						  u32 port_num)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int softmr_query_pkey(struct ib_device *ibdev, u32 port_num,
+			     u16 index, u16 *pkey)
+{
+	if (index >= SOFTMR_PKEY_TBL_LEN)
+		return -EINVAL;
+	*pkey = 0xffff;	/* the default full-membership P_Key */
+	return 0;
+}
+
+static void softmr_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.%d.%d",
+		 (SOFTMR_DRIVER_VERSION >> 16) & 0xff,
+		 (SOFTMR_DRIVER_VERSION >> 8) & 0xff,
+		 SOFTMR_DRIVER_VERSION & 0xff);
+}
+
+static int softmr_alloc_ucontext(struct ib_ucontext *ibuc,
+				 struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibuc->device);
+	struct softmr_ucontext *suc = to_suc(ibuc);
+
+	/* No driver data is defined for this command in either direction. */
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+
+	suc->status_entry = softmr_mmap_entry_insert(ibuc, sdev->status,
+						     PAGE_SIZE, false);
+	if (IS_ERR(suc->status_entry))
+		return PTR_ERR(suc->status_entry);
+	return 0;
+}
+
+static void softmr_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	struct softmr_ucontext *suc = to_suc(ibuc);
+
+	rdma_user_mmap_entry_remove(suc->status_entry);
+}
+
+/*
+ * Nothing of softmr's is reachable from user space but through ib_core's
+ * mmap entries, which ib_core zaps on disassociation; defining the op lets
+ * a device be removed (and the module unloaded) while processes still have
+ * it open.
+ */
+static void softmr_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static int softmr_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibpd->device);
+
+	if (atomic_inc_return(&sdev->pd_count) > sdev->attr.max_pd) {
+		atomic_dec(&sdev->pd_count);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int softmr_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibpd->device);
+
+	atomic_dec(&sdev->pd_count);
+	return 0;
+}
+
+/*
+ * Kernel PDs (ib_alloc_pd()) come with a DMA MR for their local_dma_lkey.
+ * Memory registration is not implemented yet, so kernel users get a clean
+ * EOPNOTSUPP here instead of an unset op.
+ */
+static struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+const struct ib_device_ops softmr_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = SOFTMR_UVERBS_ABI_VERSION,
+
+	.alloc_pd = softmr_alloc_pd,
+	.alloc_ucontext = softmr_alloc_ucontext,
+	.dealloc_driver = softmr_dealloc_driver,
+	.dealloc_pd = softmr_dealloc_pd,
+	.dealloc_ucontext = softmr_dealloc_ucontext,
+	.disassociate_ucontext = softmr_disassociate_ucontext,
+	.get_dev_fw_str = softmr_get_dev_fw_str,
+	.get_dma_mr = softmr_get_dma_mr,
+	.get_link_layer = softmr_get_link_layer,
+	.get_port_immutable = softmr_get_port_immutable,
+	.mmap = softmr_mmap,
+	.mmap_free = softmr_mmap_free,
+	.query_device = softmr_query_device,
+	.query_pkey = softmr_query_pkey,
+	.query_port = softmr_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, softmr_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, softmr_ucontext, ibuc),
+};

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * KUnit tests of softmr device lifetime and the device, port and PD verbs:
+ * creation through the link ops' path, duplicate and bad netdevs, query
+ * values, netdev state tracking and removal when the netdev goes away.
+ */
+
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/rtnetlink.h>
+#include <net/net_namespace.h>
+
+#include "softmr_kunit.h"
+
+/* Remove a device by name, as `rdma link del` does; absent is fine. */
+void softmr_kunit_dev_del(const char *name)
+{
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	if (ibdev)
+		ib_unregister_device_and_put(ibdev);
+}
+
+static void softmr_kunit_dev_del_action(void *name)
+{
+	softmr_kunit_dev_del(name);
+}
+
+bool softmr_kunit_dev_gone(const char *name)
+{
+	struct ib_device *ibdev = ib_device_get_by_name(name,
+							RDMA_DRIVER_UNKNOWN);
+
+	if (!ibdev)
+		return true;
+	ib_device_put(ibdev);
+	return false;
+}
+
+/**
+ * softmr_kunit_dev_add() - create a device as `rdma link add` would
+ * @test: the test; the device is removed when it ends
+ * @name: ib device name
+ * @ndev: netdev to bind
+ *
+ * Return: the device (no reference held; valid until removed).
+ */
+struct softmr_dev *softmr_kunit_dev_add(struct kunit *test, const char *name,
+					struct net_device *ndev)
+{
+	struct ib_device *ibdev;
+	struct softmr_dev *sdev;
+
+	KUNIT_ASSERT_EQ(test, softmr_dev_add(name, ndev), 0);
+	ibdev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	KUNIT_ASSERT_NOT_NULL(test, ibdev);
+	sdev = to_sdev(ibdev);
+	ib_device_put(ibdev);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test,
+				softmr_kunit_dev_del_action,
+				kunit_kstrdup(test, name, GFP_KERNEL)));
+	return sdev;
+}
+
+static struct net_device *lo(void)
+{
+	return init_net.loopback_dev;
+}
+
+static void set_lo_up(bool up)
+{
+	rtnl_lock();
+	if (up)
+		dev_open(lo(), NULL);
+	else
+		dev_close(lo());
+	rtnl_unlock();
+}
+
+static void softmr_test_add_del(struct kunit *test)
+{
+	struct softmr_dev *sdev;
+
+	sdev = softmr_kunit_dev_add(test, "softmr_kt0", lo());
+	KUNIT_EXPECT_STREQ(test, dev_name(&sdev->ibdev.dev), "softmr_kt0");
+	KUNIT_EXPECT_PTR_EQ(test, sdev->ndev, lo());
+	/* a real struct device that can serve as dma_device */
+	KUNIT_ASSERT_NOT_NULL(test, sdev->ibdev.dma_device);
+	KUNIT_EXPECT_PTR_EQ(test, sdev->ibdev.dma_device, &sdev->pdev->dev);
+	KUNIT_EXPECT_EQ(test, dma_get_mask(sdev->ibdev.dma_device),
+			DMA_BIT_MASK(64));
+	KUNIT_EXPECT_FALSE(test, ib_uses_virt_dma(&sdev->ibdev));
+	KUNIT_EXPECT_EQ(test, rdma_port_get_link_layer(&sdev->ibdev, 1),
+			IB_LINK_LAYER_ETHERNET);
+	KUNIT_EXPECT_TRUE(test, rdma_protocol_roce(&sdev->ibdev, 1));
+
+	softmr_kunit_dev_del("softmr_kt0");
+	KUNIT_EXPECT_TRUE(test, softmr_kunit_dev_gone("softmr_kt0"));
+	/* the name and the netdev are free again */
+	sdev = softmr_kunit_dev_add(test, "softmr_kt0", lo());
+	KUNIT_EXPECT_PTR_EQ(test, sdev->ndev, lo());
+}
+
+static void softmr_test_duplicates(struct kunit *test)
+{
+	softmr_kunit_dev_add(test, "softmr_kt1", lo());
+	/* same name */
+	KUNIT_EXPECT_EQ(test, softmr_dev_add("softmr_kt1", lo()), -EEXIST);
+	/* same netdev under another name */
+	KUNIT_EXPECT_EQ(test, softmr_dev_add("softmr_kt2", lo()), -EEXIST);
+	KUNIT_EXPECT_TRUE(test, softmr_kunit_dev_gone("softmr_kt2"));
+}
+
+static void softmr_test_tunnel_setup(struct net_device *ndev)
+{
+	ndev->type = ARPHRD_IPGRE;
+	ndev->addr_len = 4;
+}
+
+static void softmr_test_non_ethernet(struct kunit *test)
+{
+	struct net_device *ndev;
+
+	ndev = alloc_netdev(0, "smrkt%d", NET_NAME_ENUM,
+			    softmr_test_tunnel_setup);
+	KUNIT_ASSERT_NOT_NULL(test, ndev);
+	KUNIT_EXPECT_EQ(test, softmr_dev_add("softmr_kt3", ndev), -EINVAL);
+	KUNIT_EXPECT_TRUE(test, softmr_kunit_dev_gone("softmr_kt3"));
+	free_netdev(ndev);
+}
+
+static void softmr_test_query_device(struct kunit *test)
+{
+	struct softmr_dev *sdev = softmr_kunit_dev_add(test, "softmr_kt4",
+						       lo());
+	struct ib_device_attr *a = &sdev->ibdev.attrs;
+	struct softmr_query_device_resp resp;
+	char fw[IB_FW_VERSION_NAME_MAX];
+
+	KUNIT_EXPECT_EQ(test, a->vendor_id, SOFTMR_VENDOR_ID);
+	KUNIT_EXPECT_EQ(test, a->vendor_part_id, SOFTMR_VENDOR_PART_ID);
+	KUNIT_EXPECT_EQ(test, a->max_pd, SOFTMR_MAX_PD);
+	KUNIT_EXPECT_EQ(test, a->page_size_cap, (u64)PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, a->sys_image_guid, sdev->ibdev.node_guid);
+	KUNIT_EXPECT_NE(test, sdev->ibdev.node_guid, 0);
+	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ALLOW_USER_UNREG);
+	/* nothing that is not implemented is advertised */
+	KUNIT_EXPECT_EQ(test, a->max_qp, 0);
+	KUNIT_EXPECT_EQ(test, a->max_cq, 0);
+	KUNIT_EXPECT_EQ(test, a->max_mr, 0);
+	KUNIT_EXPECT_EQ(test, a->max_mr_size, 0);
+	KUNIT_EXPECT_EQ(test, a->max_srq, 0);
+	KUNIT_EXPECT_EQ(test, a->odp_caps.general_caps, 0);
+	KUNIT_EXPECT_EQ(test, a->device_cap_flags, 0);
+
+	ib_get_device_fw_str(&sdev->ibdev, fw);
+	KUNIT_EXPECT_STREQ(test, fw, "0.1.0");
+
+	softmr_fill_query_device_resp(sdev, NULL, &resp);
+	KUNIT_EXPECT_EQ(test, resp.abi_version, SOFTMR_UVERBS_ABI_VERSION);
+	KUNIT_EXPECT_EQ(test, resp.max_pd, SOFTMR_MAX_PD);
+	KUNIT_EXPECT_EQ(test, resp.features, 0);
+	KUNIT_EXPECT_EQ(test, resp.reserved, 0);
+}
+
+static void softmr_test_query_port(struct kunit *test)
+{
+	struct softmr_dev *sdev = softmr_kunit_dev_add(test, "softmr_kt5",
+						       lo());
+	struct ib_port_attr pa;
+	u16 pkey;
+
+	KUNIT_ASSERT_EQ(test, ib_query_port(&sdev->ibdev, 1, &pa), 0);
+	KUNIT_EXPECT_EQ(test, pa.gid_tbl_len, SOFTMR_GID_TBL_LEN);
+	KUNIT_EXPECT_EQ(test, pa.pkey_tbl_len, SOFTMR_PKEY_TBL_LEN);
+	KUNIT_EXPECT_EQ(test, pa.max_mtu, IB_MTU_4096);
+	KUNIT_EXPECT_EQ(test, pa.active_mtu, IB_MTU_4096);	/* lo: 64 KiB */
+	KUNIT_EXPECT_TRUE(test, pa.ip_gids);
+	KUNIT_EXPECT_EQ(test, ib_query_port(&sdev->ibdev, 2, &pa), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, ib_query_pkey(&sdev->ibdev, 1, 0, &pkey), 0);
+	KUNIT_EXPECT_EQ(test, pkey, 0xffff);
+	KUNIT_EXPECT_EQ(test, ib_query_pkey(&sdev->ibdev, 1, 1, &pkey),
+			-EINVAL);
+}
+
+static atomic_t softmr_test_events[IB_EVENT_GID_CHANGE + 1];
+
+static void softmr_test_event_handler(struct ib_event_handler *h,
+				      struct ib_event *ev)
+{
+	if (ev->event <= IB_EVENT_GID_CHANGE)
+		atomic_inc(&softmr_test_events[ev->event]);
+}
+
+static enum ib_port_state port_state(struct softmr_dev *sdev)
+{
+	struct ib_port_attr pa;
+
+	if (ib_query_port(&sdev->ibdev, 1, &pa))
+		return IB_PORT_NOP;
+	return pa.state;
+}
+
+/* Port state follows the netdev; changes raise events and the status page. */
+static void softmr_test_port_follows_netdev(struct kunit *test)
+{
+	struct ib_event_handler h;
+	struct softmr_dev *sdev;
+	bool was_up = netif_running(lo());
+	u32 seq;
+	u64 events;
+
+	set_lo_up(false);
+	sdev = softmr_kunit_dev_add(test, "softmr_kt6", lo());
+	KUNIT_EXPECT_EQ(test, port_state(sdev), IB_PORT_DOWN);
+	KUNIT_EXPECT_EQ(test, sdev->status->port_state, IB_PORT_DOWN);
+	seq = READ_ONCE(sdev->status->seq);
+	events = READ_ONCE(sdev->status->port_events);
+	KUNIT_EXPECT_EQ(test, seq % 2, 0);
+
+	flush_workqueue(ib_wq);	/* events of the creation are delivered */
+	memset(softmr_test_events, 0, sizeof(softmr_test_events));
+	INIT_IB_EVENT_HANDLER(&h, &sdev->ibdev, softmr_test_event_handler);
+	ib_register_event_handler(&h);
+
+	set_lo_up(true);
+	flush_workqueue(ib_wq);
+	KUNIT_EXPECT_EQ(test, port_state(sdev), IB_PORT_ACTIVE);
+	KUNIT_EXPECT_EQ(test, sdev->status->port_state, IB_PORT_ACTIVE);
+	KUNIT_EXPECT_EQ(test, sdev->status->port_events, events + 1);
+	KUNIT_EXPECT_GT(test, READ_ONCE(sdev->status->seq), seq);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(sdev->status->seq) % 2, 0);
+
+	set_lo_up(false);
+	KUNIT_EXPECT_EQ(test, port_state(sdev), IB_PORT_DOWN);
+	KUNIT_EXPECT_EQ(test, sdev->status->port_events, events + 2);
+
+	set_lo_up(true);
+	KUNIT_EXPECT_EQ(test, port_state(sdev), IB_PORT_ACTIVE);
+
+	flush_workqueue(ib_wq);
+	ib_unregister_event_handler(&h);
+	KUNIT_EXPECT_EQ(test,
+			atomic_read(&softmr_test_events[IB_EVENT_PORT_ACTIVE]),
+			2);
+	KUNIT_EXPECT_EQ(test,
+			atomic_read(&softmr_test_events[IB_EVENT_PORT_ERR]), 1);
+	set_lo_up(was_up);
+}
+
+static netdev_tx_t softmr_test_xmit(struct sk_buff *skb,
+				    struct net_device *ndev)
+{
+	dev_kfree_skb_any(skb);
+	return NETDEV_TX_OK;
+}
+
+static const struct net_device_ops softmr_test_netdev_ops = {
+	.ndo_start_xmit = softmr_test_xmit,
+};
+
+/* Unregistering the netdev removes the softmr device and its reference. */
+static void softmr_test_netdev_unregister(struct kunit *test)
+{
+	struct net_device *ndev;
+	int i;
+
+	ndev = alloc_etherdev(0);
+	KUNIT_ASSERT_NOT_NULL(test, ndev);
+	ndev->netdev_ops = &softmr_test_netdev_ops;
+	eth_hw_addr_random(ndev);
+	KUNIT_ASSERT_EQ(test, register_netdev(ndev), 0);
+
+	KUNIT_ASSERT_EQ(test, softmr_dev_add("softmr_kt7", ndev), 0);
+	KUNIT_EXPECT_FALSE(test, softmr_kunit_dev_gone("softmr_kt7"));
+
+	/* returns only once every reference, softmr's too, is dropped */
+	unregister_netdev(ndev);
+	for (i = 0; i < 100 && !softmr_kunit_dev_gone("softmr_kt7"); i++)
+		msleep(20);
+	KUNIT_EXPECT_TRUE(test, softmr_kunit_dev_gone("softmr_kt7"));
+	free_netdev(ndev);
+}
+
+/* A PD as ib_uverbs allocates one: driver object, then the op. */
+static struct ib_pd *pd_alloc(struct softmr_dev *sdev, int *err)
+{
+	struct ib_device *ibdev = &sdev->ibdev;
+	struct ib_pd *pd = rdma_zalloc_drv_obj(ibdev, ib_pd);
+
+	if (!pd) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	pd->device = &sdev->ibdev;
+	*err = sdev->ibdev.ops.alloc_pd(pd, NULL);
+	if (*err) {
+		kfree(pd);
+		return NULL;
+	}
+	return pd;
+}
+
+static void pd_free(struct ib_pd *pd)
+{
+	pd->device->ops.dealloc_pd(pd, NULL);
+	kfree(pd);
+}
+
+static void softmr_test_pd(struct kunit *test)
+{
+	struct softmr_dev *sdev = softmr_kunit_dev_add(test, "softmr_kt8",
+						       lo());
+	struct ib_pd *pd[3], *kpd;
+	int saved = sdev->attr.max_pd;
+	int err;
+
+	pd[0] = pd_alloc(sdev, &err);
+	KUNIT_ASSERT_EQ(test, err, 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 1);
+
+	/* the device limit is enforced */
+	sdev->attr.max_pd = 2;
+	pd[1] = pd_alloc(sdev, &err);
+	KUNIT_ASSERT_EQ(test, err, 0);
+	pd[2] = pd_alloc(sdev, &err);
+	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
+	KUNIT_EXPECT_NULL(test, pd[2]);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 2);
+	sdev->attr.max_pd = saved;
+
+	pd_free(pd[1]);
+	pd_free(pd[0]);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
+
+	/* kernel PDs need a DMA MR: not before memory registration exists */
+	kpd = ib_alloc_pd(&sdev->ibdev, 0);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(kpd), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
+}
+
+static struct kunit_case softmr_dev_cases[] = {
+	KUNIT_CASE(softmr_test_add_del),
+	KUNIT_CASE(softmr_test_duplicates),
+	KUNIT_CASE(softmr_test_non_ethernet),
+	KUNIT_CASE(softmr_test_query_device),
+	KUNIT_CASE(softmr_test_query_port),
+	KUNIT_CASE(softmr_test_port_follows_netdev),
+	KUNIT_CASE(softmr_test_netdev_unregister),
+	KUNIT_CASE(softmr_test_pd),
+	{}
+};
+
+static struct kunit_suite softmr_dev_suite = {
+	.name = "softmr_dev",
+	.test_cases = softmr_dev_cases,
+};
+kunit_test_suite(softmr_dev_suite);

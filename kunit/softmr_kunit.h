@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Helpers shared by softmr's KUnit suites: devices created through the
+ * same path `rdma link add` takes, released when the test ends.
+ */
+
+#ifndef SOFTMR_KUNIT_H
+#define SOFTMR_KUNIT_H
+
+#include <kunit/test.h>
+
+#include "softmr.h"
+
+struct softmr_dev *softmr_kunit_dev_add(struct kunit *test, const char *name,
+					struct net_device *ndev);
+void softmr_kunit_dev_del(const char *name);
+bool softmr_kunit_dev_gone(const char *name);
+
+#endif /* SOFTMR_KUNIT_H */

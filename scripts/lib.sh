@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# Shared settings for softmr's scripts: cache locations and versions.
+# Sourced, not run.
+
+SOFTMR_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SOFTMR_CACHE=${SOFTMR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/softmr}
+RDMA_CORE_VER=${RDMA_CORE_VER:-65.0}
+KSRC_SERIES=${KSRC_SERIES:-6.12}
+
+APT_DIR=$SOFTMR_CACHE/apt
+# Private apt state: extra suites never touch the system's package lists.
+apt_private() {
+	local cmd=$1
+	shift
+	"$cmd" -o Dir::Etc::SourceList="$APT_DIR/sources.list" \
+		-o Dir::Etc::SourceParts=/dev/null \
+		-o Dir::State::Lists="$APT_DIR/lists" \
+		-o Dir::Cache="$APT_DIR/cache" \
+		-o APT::Get::List-Cleanup=0 \
+		-o Debug::NoLocking=1 -o APT::Sandbox::User=root "$@"
+}
+
+log() { printf '[softmr] %s\n' "$*" >&2; }
+die() { printf '[softmr] error: %s\n' "$*" >&2; exit 1; }
+
+# Paths the other scripts read after scripts/deps ran.
+softmr_env() {
+	[ -f "$SOFTMR_CACHE/env" ] || die "run scripts/deps first"
+	# shellcheck disable=SC1091
+	. "$SOFTMR_CACHE/env"
+}

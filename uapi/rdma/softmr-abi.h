@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR Linux-OpenIB) */
+/*
+ * softmr: the ABI shared by the softmr kernel driver and its rdma-core
+ * provider.
+ */
+
+#ifndef SOFTMR_ABI_USER_H
+#define SOFTMR_ABI_USER_H
+
+#include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+
+/*
+ * Version of the softmr driver ABI.  Reported as the device's uverbs ABI
+ * version (sysfs abi_version) and by SOFTMR_IB_METHOD_QUERY_DEVICE; the
+ * provider refuses a device whose version differs from its own.
+ */
+#define SOFTMR_UVERBS_ABI_VERSION	1
+
+/*
+ * Driver-specific uverbs ioctl methods, in the driver namespace.  They are
+ * methods of UVERBS_OBJECT_DEVICE.
+ */
+enum softmr_ib_device_methods {
+	SOFTMR_IB_METHOD_QUERY_DEVICE = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum softmr_ib_query_device_attrs {
+	/* in: u32, must be 0 (no flags are defined yet) */
+	SOFTMR_IB_ATTR_QUERY_DEVICE_FLAGS = (1U << UVERBS_ID_NS_SHIFT),
+	/* out: struct softmr_query_device_resp */
+	SOFTMR_IB_ATTR_QUERY_DEVICE_RESP,
+};
+
+/* Feature bits in softmr_query_device_resp.features. */
+enum softmr_device_features {
+	/* The per-device status page can be mapped (status_mmap_offset). */
+	SOFTMR_FEATURE_STATUS_PAGE = 1 << 0,
+};
+
+/**
+ * struct softmr_query_device_resp - softmr-specific device facts
+ * @abi_version: SOFTMR_UVERBS_ABI_VERSION of the running driver
+ * @features: enum softmr_device_features
+ * @max_pd: protection domains the device allows at once
+ * @pd_count: protection domains allocated now on the device
+ * @status_mmap_offset: mmap() offset of the read-only status page
+ * @status_mmap_size: its length in bytes
+ * @driver_version: driver version, major << 16 | minor << 8 | patch
+ * @reserved: zero
+ */
+struct softmr_query_device_resp {
+	__u32 abi_version;
+	__u32 features;
+	__u32 max_pd;
+	__u32 pd_count;
+	__aligned_u64 status_mmap_offset;
+	__u32 status_mmap_size;
+	__u32 driver_version;
+	__aligned_u64 reserved;
+};
+
+/**
+ * struct softmr_status_page - read-only page the kernel keeps current
+ * @abi_version: SOFTMR_UVERBS_ABI_VERSION
+ * @seq: even while stable; incremented before and after each update
+ * @port_state: enum ib_port_state of port 1
+ * @active_mtu: enum ib_mtu of port 1
+ * @netdev_mtu: MTU of the underlying netdev in bytes
+ * @ifindex: ifindex of the underlying netdev
+ * @port_events: number of port state changes seen
+ *
+ * A reader copies the fields while @seq is even and unchanged.
+ */
+struct softmr_status_page {
+	__u32 abi_version;
+	__u32 seq;
+	__u32 port_state;
+	__u32 active_mtu;
+	__u32 netdev_mtu;
+	__u32 ifindex;
+	__aligned_u64 port_events;
+};
+
+#endif /* SOFTMR_ABI_USER_H */

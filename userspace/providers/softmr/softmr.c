@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr provider: device matching, context setup (ABI check through the
+ * driver's QUERY_DEVICE ioctl, status page mapping) and the verbs the
+ * kernel driver implements so far.  Every verb not listed in
+ * softmr_ctx_ops is left to libibverbs, which answers EOPNOTSUPP.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <infiniband/cmd_ioctl.h>
+#include <infiniband/driver.h>
+#include <infiniband/verbs.h>
+
+#include "softmr.h"
+
+static const struct verbs_match_ent softmr_match_table[] = {
+	VERBS_NAME_MATCH("softmr", NULL),
+	VERBS_MODALIAS_MATCH("platform:softmr", NULL),
+	{},
+};
+
+static int softmr_query_device(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr,
+			       size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
+		 (unsigned int)(fw >> 16) & 0xffff,
+		 (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+static int softmr_query_port(struct ibv_context *context, uint8_t port,
+			     struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *softmr_alloc_pd(struct ibv_context *context)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int softmr_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+static void softmr_free_context(struct ibv_context *ibctx)
+{
+	struct softmr_context *ctx = to_sctx(ibctx);
+
+	if (ctx->status)
+		munmap((void *)ctx->status, ctx->status_size);
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops softmr_ctx_ops = {
+	.alloc_pd = softmr_alloc_pd,
+	.dealloc_pd = softmr_dealloc_pd,
+	.free_context = softmr_free_context,
+	.query_device_ex = softmr_query_device,
+	.query_port = softmr_query_port,
+};
+
+/* softmr's driver-specific method: ABI version, limits, status page. */
+static int softmr_query_driver(struct ibv_context *ibctx,
+			       struct softmr_query_device_resp *resp)
+{
+	DECLARE_COMMAND_BUFFER(cmd, UVERBS_OBJECT_DEVICE,
+			       SOFTMR_IB_METHOD_QUERY_DEVICE, 1);
+
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_QUERY_DEVICE_RESP, resp);
+	return execute_ioctl(ibctx, cmd);
+}
+
+static int softmr_map_status(struct softmr_context *ctx)
+{
+	void *p;
+
+	if (!(ctx->dev_info.features & SOFTMR_FEATURE_STATUS_PAGE))
+		return 0;
+	p = mmap(NULL, ctx->dev_info.status_mmap_size, PROT_READ, MAP_SHARED,
+		 ctx->ibv_ctx.context.cmd_fd,
+		 ctx->dev_info.status_mmap_offset);
+	if (p == MAP_FAILED)
+		return errno;
+	ctx->status = p;
+	ctx->status_size = ctx->dev_info.status_mmap_size;
+	if (ctx->status->abi_version != SOFTMR_UVERBS_ABI_VERSION)
+		return EPROTO;
+	return 0;
+}
+
+static struct verbs_context *softmr_alloc_context(struct ibv_device *ibdev,
+						  int cmd_fd,
+						  void *private_data)
+{
+	struct ib_uverbs_get_context_resp resp;
+	struct softmr_context *ctx;
+	struct ibv_get_context cmd;
+	int ret;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), NULL,
+				  &resp, sizeof(resp));
+	if (ret)
+		goto err;
+
+	ret = softmr_query_driver(&ctx->ibv_ctx.context, &ctx->dev_info);
+	if (ret) {
+		verbs_err(&ctx->ibv_ctx,
+			  "softmr: %s: driver query failed (%s); kernel module too old?\n",
+			  ibdev->name, strerror(ret));
+		goto err;
+	}
+	if (ctx->dev_info.abi_version != SOFTMR_UVERBS_ABI_VERSION) {
+		fprintf(stderr,
+			"softmr: %s: kernel ABI version %u, this provider supports %u; refusing the device\n",
+			ibdev->name, ctx->dev_info.abi_version,
+			SOFTMR_UVERBS_ABI_VERSION);
+		ret = EPROTO;
+		goto err;
+	}
+	ret = softmr_map_status(ctx);
+	if (ret) {
+		verbs_err(&ctx->ibv_ctx, "softmr: %s: status page: %s\n",
+			  ibdev->name, strerror(ret));
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &softmr_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err:
+	if (ctx->status)
+		munmap((void *)ctx->status, ctx->status_size);
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	errno = ret;
+	return NULL;
+}
+
+static void softmr_uninit_device(struct verbs_device *verbs_device)
+{
+	free(container_of(verbs_device, struct softmr_device, ibv_dev));
+}
+
+static struct verbs_device *
+softmr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct softmr_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static const struct verbs_device_ops softmr_dev_ops = {
+	.name = "softmr",
+	/*
+	 * The kernel reports SOFTMR_UVERBS_ABI_VERSION as the device's
+	 * abi_version; libibverbs refuses another one with a message naming
+	 * both versions.
+	 */
+	.match_min_abi_version = SOFTMR_UVERBS_ABI_VERSION,
+	.match_max_abi_version = SOFTMR_UVERBS_ABI_VERSION,
+	.match_table = softmr_match_table,
+	.alloc_device = softmr_alloc_device,
+	.uninit_device = softmr_uninit_device,
+	.alloc_context = softmr_alloc_context,
+};
+PROVIDER_DRIVER(softmr, softmr_dev_ops);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * softmr provider for libibverbs: the userspace half of the softmr
+ * software RDMA device.
+ */
+
+#ifndef SOFTMR_PROVIDER_H
+#define SOFTMR_PROVIDER_H
+
+#include <stddef.h>
+#include <infiniband/driver.h>
+#include <rdma/softmr-abi.h>
+
+struct softmr_device {
+	struct verbs_device ibv_dev;
+};
+
+struct softmr_context {
+	struct verbs_context ibv_ctx;
+	struct softmr_query_device_resp dev_info;
+	/* read-only page the kernel keeps current (struct softmr_status_page) */
+	const struct softmr_status_page *status;
+	size_t status_size;
+};
+
+static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct softmr_context, ibv_ctx.context);
+}
+
+#endif /* SOFTMR_PROVIDER_H */
