@@ -59,9 +59,9 @@ struct softmr_dev *softmr_kunit_dev_add(struct kunit *test, const char *name,
 	KUNIT_ASSERT_NOT_NULL(test, ibdev);
 	sdev = to_sdev(ibdev);
 	ib_device_put(ibdev);
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test,
-				softmr_kunit_dev_del_action,
-				kunit_kstrdup(test, name, GFP_KERNEL)));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, softmr_kunit_dev_del_action,
+						  kunit_kstrdup(test, name, GFP_KERNEL)));
 	return sdev;
 }
 
@@ -359,4 +359,5 @@ static struct kunit_suite softmr_dev_suite = {
 	.name = "softmr_dev",
 	.test_cases = softmr_dev_cases,
 };
+
 kunit_test_suite(softmr_dev_suite);

@@ -73,8 +73,9 @@ static struct softmr_mmap_test_ctx *ctx_create(struct kunit *test,
 	KUNIT_ASSERT_EQ(test, softmr_dev_ops.alloc_ucontext(&ctx->suc->ibuc,
 							    &udata), 0);
 	ctx->ucontext_live = true;
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test,
-				softmr_mmap_test_release, ctx));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, softmr_mmap_test_release,
+						  ctx));
 	return ctx;
 }
 
@@ -180,4 +181,5 @@ static struct kunit_suite softmr_mmap_suite = {
 	.name = "softmr_mmap",
 	.test_cases = softmr_mmap_cases,
 };
+
 kunit_test_suite(softmr_mmap_suite);

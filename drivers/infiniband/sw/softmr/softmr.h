@@ -55,7 +55,7 @@ struct softmr_dev {
 	struct list_head list;
 	struct ib_device_attr attr;
 
-	spinlock_t port_lock;
+	spinlock_t port_lock;		/* port_state and the status page */
 	enum ib_port_state port_state;
 	struct softmr_status_page *status;
 

@@ -53,6 +53,7 @@ static void softmr_status_write(struct softmr_dev *sdev,
 
 	lockdep_assert_held(&sdev->port_lock);
 	WRITE_ONCE(st->seq, st->seq + 1);
+	/* odd seq visible before the fields change; pairs with reader's rmb */
 	smp_wmb();
 	WRITE_ONCE(st->port_state, state);
 	WRITE_ONCE(st->netdev_mtu, READ_ONCE(sdev->ndev->mtu));
@@ -61,6 +62,7 @@ static void softmr_status_write(struct softmr_dev *sdev,
 	WRITE_ONCE(st->ifindex, sdev->ndev->ifindex);
 	if (changed)
 		WRITE_ONCE(st->port_events, st->port_events + 1);
+	/* fields visible before seq turns even again */
 	smp_wmb();
 	WRITE_ONCE(st->seq, st->seq + 1);
 }

@@ -35,8 +35,7 @@ void softmr_fill_query_device_resp(struct softmr_dev *sdev,
 	}
 }
 
-static int UVERBS_HANDLER(SOFTMR_IB_METHOD_QUERY_DEVICE)(
-	struct uverbs_attr_bundle *attrs)
+static int UVERBS_HANDLER(SOFTMR_IB_METHOD_QUERY_DEVICE)(struct uverbs_attr_bundle *attrs)
 {
 	struct softmr_query_device_resp resp;
 	struct ib_ucontext *ibuc;
@@ -59,14 +58,13 @@ static int UVERBS_HANDLER(SOFTMR_IB_METHOD_QUERY_DEVICE)(
 					     &resp, sizeof(resp));
 }
 
-DECLARE_UVERBS_NAMED_METHOD(
-	SOFTMR_IB_METHOD_QUERY_DEVICE,
-	UVERBS_ATTR_FLAGS_IN(SOFTMR_IB_ATTR_QUERY_DEVICE_FLAGS, u32,
-			     UA_OPTIONAL),
-	UVERBS_ATTR_PTR_OUT(SOFTMR_IB_ATTR_QUERY_DEVICE_RESP,
-			    UVERBS_ATTR_STRUCT(struct softmr_query_device_resp,
-					       reserved),
-			    UA_MANDATORY));
+DECLARE_UVERBS_NAMED_METHOD(SOFTMR_IB_METHOD_QUERY_DEVICE,
+			    UVERBS_ATTR_FLAGS_IN(SOFTMR_IB_ATTR_QUERY_DEVICE_FLAGS,
+						 u32, UA_OPTIONAL),
+			    UVERBS_ATTR_PTR_OUT(SOFTMR_IB_ATTR_QUERY_DEVICE_RESP,
+						UVERBS_ATTR_STRUCT(struct softmr_query_device_resp,
+								   reserved),
+						UA_MANDATORY));
 
 ADD_UVERBS_METHODS(softmr_device, UVERBS_OBJECT_DEVICE,
 		   &UVERBS_METHOD(SOFTMR_IB_METHOD_QUERY_DEVICE));
