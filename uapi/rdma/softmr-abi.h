@@ -13,9 +13,12 @@
 /*
  * Version of the softmr driver ABI.  Reported as the device's uverbs ABI
  * version (sysfs abi_version) and by SOFTMR_IB_METHOD_QUERY_DEVICE; the
- * provider refuses a device whose version differs from its own.
+ * provider refuses a device whose version differs from its own.  (Tests
+ * build a module with another version to check that refusal.)
  */
+#ifndef SOFTMR_UVERBS_ABI_VERSION
 #define SOFTMR_UVERBS_ABI_VERSION	1
+#endif
 
 /*
  * Driver-specific uverbs ioctl methods, in the driver namespace.  They are

@@ -6,8 +6,12 @@
  * driver ioctl and status page behave (including their error answers).
  *
  * usage: softmr_basic [DEVICE]          run the checks (default softmr0)
- *        softmr_basic --hold DEVICE SEC  open the device, allocate PDs and
- *                                        map the status page, then sleep
+ *        softmr_basic --hold DEVICE [gone]
+ *                open the device, allocate a PD and map the status page,
+ *                print "holding", wait for a line on stdin; with "gone"
+ *                the device is expected to have been
+ *                removed meanwhile: verbs then fail with EIO, while destroy
+ *                verbs succeed (ib_core destroyed the objects already)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -219,12 +223,15 @@ static void check_driver_ioctl(struct ibv_context *ctx)
 	CHECK_ERRNO(p == MAP_FAILED, EINVAL, "unknown mmap offset");
 }
 
-static int hold(const char *dev, int seconds)
+static int hold(const char *dev, int expect_gone)
 {
 	struct softmr_query_device_resp resp;
 	struct ibv_context *ctx = open_dev(dev);
-	struct ibv_pd *pd;
+	struct ibv_pd *pd, *pd2;
+	struct ibv_port_attr pa;
+	char line[16];
 	void *p;
+	int ret;
 
 	if (!ctx) {
 		perror("open");
@@ -244,9 +251,28 @@ static int hold(const char *dev, int seconds)
 	}
 	printf("holding %s\n", dev);
 	fflush(stdout);
-	sleep(seconds);
-	/* the device may be gone: these must fail cleanly, not crash */
-	ibv_dealloc_pd(pd);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	/* a removed device: verbs fail cleanly with EIO, nothing crashes */
+	ret = ibv_query_port(ctx, 1, &pa);
+	if (expect_gone != (ret == EIO)) {
+		printf("query_port: %d (%s), expected %s\n", ret, strerror(ret),
+		       expect_gone ? "EIO" : "success");
+		return 1;
+	}
+	pd2 = ibv_alloc_pd(ctx);
+	if (expect_gone && (pd2 || errno != EIO)) {
+		printf("alloc_pd after removal: %p, errno %d, expected EIO\n",
+		       (void *)pd2, errno);
+		return 1;
+	}
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	ret = ibv_dealloc_pd(pd);
+	if (ret) {
+		printf("dealloc_pd: %s\n", strerror(ret));
+		return 1;
+	}
 	munmap(p, 4096);
 	ibv_close_device(ctx);
 	return 0;
@@ -257,8 +283,8 @@ int main(int argc, char **argv)
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
 	struct ibv_context *ctx;
 
-	if (argc == 4 && !strcmp(argv[1], "--hold"))
-		return hold(argv[2], atoi(argv[3]));
+	if (argc >= 3 && !strcmp(argv[1], "--hold"))
+		return hold(argv[2], argc > 3 && !strcmp(argv[3], "gone"));
 
 	ctx = open_dev(dev);
 	CHECK(ctx != NULL, "open %s: %s", dev, strerror(errno));
