@@ -29,3 +29,13 @@ softmr_env() {
 	# shellcheck disable=SC1091
 	. "$SOFTMR_CACHE/env"
 }
+
+# Copy the kernel sources (Kbuild, driver, uapi) to DEST for a side build
+# that must not touch the clone's own objects (kbuild's clean of M= would
+# remove every .ko below the clone).
+softmr_copy_kernel_tree() {
+	mkdir -p "$1"
+	rsync -a --checksum --delete --exclude '*.o' --exclude '*.ko' \
+		--exclude '.*.cmd' --exclude '*.mod*' \
+		"$SOFTMR_TOP/Kbuild" "$SOFTMR_TOP/drivers" "$SOFTMR_TOP/uapi" "$1/"
+}
