@@ -150,10 +150,15 @@ static void softmr_test_query_device(struct kunit *test)
 	/* nothing that is not implemented is advertised */
 	KUNIT_EXPECT_EQ(test, a->max_qp, 0);
 	KUNIT_EXPECT_EQ(test, a->max_cq, 0);
-	KUNIT_EXPECT_EQ(test, a->max_mr, 0);
-	KUNIT_EXPECT_EQ(test, a->max_mr_size, 0);
+	KUNIT_EXPECT_EQ(test, a->max_mr, SOFTMR_MAX_MR);
+	KUNIT_EXPECT_EQ(test, a->max_mr_size, SOFTMR_MAX_MR_SIZE);
 	KUNIT_EXPECT_EQ(test, a->max_srq, 0);
-	KUNIT_EXPECT_EQ(test, a->odp_caps.general_caps, 0);
+	KUNIT_EXPECT_EQ(test, a->odp_caps.general_caps,
+			IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT);
+	/* per transport only once the QP engine performs operations */
+	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.rc_odp_caps, 0);
+	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.ud_odp_caps, 0);
+	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ON_DEMAND_PAGING);
 	KUNIT_EXPECT_EQ(test, a->device_cap_flags, 0);
 
 	ib_get_device_fw_str(&sdev->ibdev, fw);
@@ -287,7 +292,7 @@ static void softmr_test_netdev_unregister(struct kunit *test)
 }
 
 /* A PD as ib_uverbs allocates one: driver object, then the op. */
-static struct ib_pd *pd_alloc(struct softmr_dev *sdev, int *err)
+struct ib_pd *softmr_kunit_pd_alloc(struct softmr_dev *sdev, int *err)
 {
 	struct ib_device *ibdev = &sdev->ibdev;
 	struct ib_pd *pd = rdma_zalloc_drv_obj(ibdev, ib_pd);
@@ -305,7 +310,7 @@ static struct ib_pd *pd_alloc(struct softmr_dev *sdev, int *err)
 	return pd;
 }
 
-static void pd_free(struct ib_pd *pd)
+void softmr_kunit_pd_free(struct ib_pd *pd)
 {
 	pd->device->ops.dealloc_pd(pd, NULL);
 	kfree(pd);
@@ -319,28 +324,32 @@ static void softmr_test_pd(struct kunit *test)
 	int saved = sdev->attr.max_pd;
 	int err;
 
-	pd[0] = pd_alloc(sdev, &err);
+	pd[0] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_ASSERT_EQ(test, err, 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 1);
 
 	/* the device limit is enforced */
 	sdev->attr.max_pd = 2;
-	pd[1] = pd_alloc(sdev, &err);
+	pd[1] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_ASSERT_EQ(test, err, 0);
-	pd[2] = pd_alloc(sdev, &err);
+	pd[2] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
 	KUNIT_EXPECT_NULL(test, pd[2]);
 	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 2);
 	sdev->attr.max_pd = saved;
 
-	pd_free(pd[1]);
-	pd_free(pd[0]);
+	softmr_kunit_pd_free(pd[1]);
+	softmr_kunit_pd_free(pd[0]);
 	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
 
-	/* kernel PDs need a DMA MR: not before memory registration exists */
+	/* kernel PDs come with a DMA MR for their local_dma_lkey */
 	kpd = ib_alloc_pd(&sdev->ibdev, 0);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(kpd), -EOPNOTSUPP);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(kpd));
+	KUNIT_EXPECT_NE(test, kpd->local_dma_lkey, 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), 1);
+	ib_dealloc_pd(kpd);
 	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), 0);
 }
 
 static struct kunit_case softmr_dev_cases[] = {

@@ -15,5 +15,7 @@ struct softmr_dev *softmr_kunit_dev_add(struct kunit *test, const char *name,
 					struct net_device *ndev);
 void softmr_kunit_dev_del(const char *name);
 bool softmr_kunit_dev_gone(const char *name);
+struct ib_pd *softmr_kunit_pd_alloc(struct softmr_dev *sdev, int *err);
+void softmr_kunit_pd_free(struct ib_pd *pd);
 
 #endif /* SOFTMR_KUNIT_H */

@@ -89,6 +89,51 @@ static int softmr_dealloc_pd(struct ibv_pd *pd)
 	return ret;
 }
 
+static struct ibv_mr *softmr_reg_mr(struct ibv_pd *pd, void *addr,
+				    size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int softmr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			   void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
+static int softmr_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
 static void softmr_free_context(struct ibv_context *ibctx)
 {
 	struct softmr_context *ctx = to_sctx(ibctx);
@@ -100,11 +145,15 @@ static void softmr_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops softmr_ctx_ops = {
+	.advise_mr = ibv_cmd_advise_mr,
 	.alloc_pd = softmr_alloc_pd,
 	.dealloc_pd = softmr_dealloc_pd,
+	.dereg_mr = softmr_dereg_mr,
 	.free_context = softmr_free_context,
 	.query_device_ex = softmr_query_device,
 	.query_port = softmr_query_port,
+	.reg_mr = softmr_reg_mr,
+	.rereg_mr = softmr_rereg_mr,
 };
 
 /* softmr's driver-specific method: ABI version, limits, status page. */

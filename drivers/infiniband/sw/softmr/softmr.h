@@ -10,7 +10,10 @@
 #define SOFTMR_H
 
 #include <linux/atomic.h>
+#include <linux/completion.h>
 #include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/xarray.h>
 #include <linux/netdevice.h>
 #include <linux/platform_device.h>
 #include <linux/spinlock.h>
@@ -30,9 +33,31 @@
 				 ((SOFTMR_DRIVER_VERSION >> 8 & 0xff) << 16) | \
 				 (SOFTMR_DRIVER_VERSION & 0xff))
 #define SOFTMR_MAX_PD		0x10000
+#define SOFTMR_MAX_MR		0x100000
+#define SOFTMR_MAX_MR_SIZE	BIT_ULL(46)	/* 64 TiB */
+/* MR keys: index << 8 | key; index 0 is never used */
+#define SOFTMR_MR_INDEX_BITS	24
+#define SOFTMR_MR_KEY_BITS	8
+/* Implicit ODP MRs map the address space in children of this size. */
+#define SOFTMR_IMPLICIT_CHILD_SHIFT	24		/* 16 MiB */
+#define SOFTMR_IMPLICIT_CHILD_SIZE	BIT(SOFTMR_IMPLICIT_CHILD_SHIFT)
 #define SOFTMR_GID_TBL_LEN	1024
 #define SOFTMR_PKEY_TBL_LEN	1
 #define SOFTMR_MAX_VL_NUM	1
+
+/* Device counters, shown by `rdma statistic` (softmr_stats.c). */
+enum softmr_counter {
+	SOFTMR_CNT_MR_REG,
+	SOFTMR_CNT_MR_DEREG,
+	SOFTMR_CNT_ODP_FAULTS,
+	SOFTMR_CNT_ODP_FAULT_PAGES,
+	SOFTMR_CNT_ODP_INVALIDATIONS,
+	SOFTMR_CNT_ODP_PREFETCHES,
+	SOFTMR_CNT_ODP_PREFETCH_ERRORS,
+	SOFTMR_CNT_IMPLICIT_CHILDREN,
+	SOFTMR_CNT_IMPLICIT_CHILD_RELEASES,
+	SOFTMR_NUM_COUNTERS
+};
 
 /**
  * struct softmr_dev - one softmr RDMA device
@@ -46,6 +71,10 @@
  * @port_state: current IB port state, derived from the netdev
  * @status: read-only page mapped by user contexts (struct softmr_status_page)
  * @pd_count: PDs allocated now
+ * @mr_xa: MRs by key index; lookups under RCU take a reference
+ * @mr_next: next index tried by the cyclic allocator
+ * @mr_count: MRs registered now
+ * @counters: enum softmr_counter
  */
 struct softmr_dev {
 	struct ib_device ibdev;
@@ -60,7 +89,19 @@ struct softmr_dev {
 	struct softmr_status_page *status;
 
 	atomic_t pd_count;
+
+	struct xarray mr_xa;
+	u32 mr_next;
+	atomic_t mr_count;
+
+	atomic64_t counters[SOFTMR_NUM_COUNTERS];
 };
+
+static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
+				s64 n)
+{
+	atomic64_add(n, &sdev->counters[c]);
+}
 
 /**
  * struct softmr_ucontext - a user context (one open of the device)
@@ -79,6 +120,69 @@ struct softmr_ucontext {
 struct softmr_pd {
 	struct ib_pd ibpd;
 };
+
+/* How an MR reaches its memory. */
+enum softmr_mr_kind {
+	SOFTMR_MR_DMA,		/* get_dma_mr: kernel DMA addresses */
+	SOFTMR_MR_PINNED,	/* ib_umem_get: pages pinned at registration */
+	SOFTMR_MR_ODP,		/* explicit ODP: faulted on access */
+	SOFTMR_MR_IMPLICIT,	/* implicit ODP: the whole address space */
+};
+
+/**
+ * struct softmr_mr - a memory region
+ * @ibmr: the ib_core MR; lkey == rkey
+ * @sdev: the device
+ * @kind: enum softmr_mr_kind
+ * @access: IB_ACCESS_* flags (may change by rereg, read with READ_ONCE)
+ * @iova: first iova of the MR as keys address it
+ * @length: length in bytes
+ * @va: user virtual address of the byte at @iova (ODP)
+ * @page_offset: offset of the first byte in its page (pinned)
+ * @umem: pinned or ODP umem (for implicit, the root's)
+ * @pages: pinned: every PAGE_SIZE page of the MR, in order
+ * @npages: entries in @pages
+ * @odp: explicit ODP umem, or the implicit root
+ * @children: implicit: struct softmr_odp_child by chunk index
+ * @imp_lock: implicit: serialises child creation, use and release
+ * @imp_spin: implicit: guards @imp_dying against queued releases
+ * @imp_dying: implicit: deregistration started, release no child
+ * @users: references: one for the registration, one per lookup
+ * @released: completed when @users drops to zero
+ * @rcu: frees the MR after concurrent RCU lookups are done
+ */
+struct softmr_mr {
+	struct ib_mr ibmr;
+	struct softmr_dev *sdev;
+	enum softmr_mr_kind kind;
+	int access;
+	u64 iova;
+	u64 length;
+	u64 va;
+	unsigned long page_offset;
+	struct ib_umem *umem;
+	struct page **pages;
+	unsigned long npages;
+	struct ib_umem_odp *odp;
+	struct xarray children;
+	struct mutex imp_lock;		/* children: creation, users, release */
+	spinlock_t imp_spin;		/* imp_dying vs. queued releases */
+	bool imp_dying;
+	refcount_t users;
+	struct completion released;
+	struct rcu_head rcu;
+};
+
+/* Direction of a copy through the MR access API. */
+enum softmr_copy_dir {
+	SOFTMR_FROM_MR,		/* read the MR into a buffer */
+	SOFTMR_TO_MR,		/* write a buffer into the MR */
+};
+
+static inline struct softmr_mr *to_smr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct softmr_mr, ibmr);
+}
 
 static inline struct softmr_dev *to_sdev(struct ib_device *ibdev)
 {
@@ -103,6 +207,45 @@ void softmr_dealloc_driver(struct ib_device *ibdev);
 void softmr_port_update(struct softmr_dev *sdev);
 int softmr_netdev_event(struct notifier_block *nb, unsigned long event,
 			void *arg);
+
+/* softmr_mr.c: registration, keys and lookup */
+struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *softmr_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				   u64 length, u64 iova, int access,
+				   struct ib_pd *ibpd, struct ib_udata *udata);
+int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
+void softmr_mr_put(struct softmr_mr *mr);
+void softmr_mr_init_dev(struct softmr_dev *sdev);
+int softmr_check_access_flags(int access);
+
+/* softmr_mr_access.c: the one way data movers reach MR memory */
+int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access);
+int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
+		   enum softmr_copy_dir dir, int access);
+
+/* softmr_odp.c: on-demand paging, implicit children, advise_mr */
+extern const struct mmu_interval_notifier_ops softmr_odp_ops;
+int softmr_odp_init_implicit(struct softmr_mr *mr);
+void softmr_odp_release_implicit(struct softmr_mr *mr);
+int softmr_odp_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
+		    enum softmr_copy_dir dir);
+int softmr_advise_mr(struct ib_pd *ibpd,
+		     enum ib_uverbs_advise_mr_advice advice, u32 flags,
+		     struct ib_sge *sg_list, u32 num_sge,
+		     struct uverbs_attr_bundle *attrs);
+int softmr_odp_wq_init(void);
+void softmr_odp_wq_destroy(void);
+void softmr_odp_flush(void);
+
+/* softmr_stats.c: counters and restrack details */
+struct rdma_hw_stats *softmr_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port_num);
+int softmr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port_num, int index);
+int softmr_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* softmr_verbs.c: device, port and PD verbs */
 extern const struct ib_device_ops softmr_dev_ops;

@@ -152,9 +152,18 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	attr->vendor_part_id = SOFTMR_VENDOR_PART_ID;
 	attr->hw_ver = SOFTMR_HW_VER;
 	attr->page_size_cap = PAGE_SIZE;
-	attr->max_pd = SOFTMR_MAX_PD;
-	attr->max_pkeys = SOFTMR_PKEY_TBL_LEN;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->max_pd = SOFTMR_MAX_PD;
+	attr->max_mr = SOFTMR_MAX_MR;
+	attr->max_mr_size = SOFTMR_MAX_MR_SIZE;
+	/*
+	 * ODP: MRs fault on access; per-transport caps stay clear until the
+	 * QP engine performs operations on ODP MRs.
+	 */
+	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT |
+				      IB_ODP_SUPPORT_IMPLICIT;
+	attr->max_pkeys = SOFTMR_PKEY_TBL_LEN;
 }
 
 /* Node GUID: the netdev's EUI-48 as EUI-64, or a random one for lo. */
@@ -183,6 +192,7 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	spin_lock_init(&sdev->port_lock);
 	sdev->port_state = IB_PORT_NOP;
+	softmr_mr_init_dev(sdev);
 
 	sdev->status = vmalloc_user(PAGE_SIZE);
 	if (!sdev->status)
@@ -229,6 +239,8 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	spin_unlock(&softmr_dev_list_lock);
 
 	WARN_ON(atomic_read(&sdev->pd_count));
+	WARN_ON(!xa_empty(&sdev->mr_xa));
+	xa_destroy(&sdev->mr_xa);
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	if (sdev->pdev)

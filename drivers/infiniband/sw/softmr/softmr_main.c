@@ -27,9 +27,14 @@ static int __init softmr_init(void)
 {
 	int err;
 
-	err = register_netdevice_notifier(&softmr_netdev_nb);
+	err = softmr_odp_wq_init();
 	if (err)
 		return err;
+	err = register_netdevice_notifier(&softmr_netdev_nb);
+	if (err) {
+		softmr_odp_wq_destroy();
+		return err;
+	}
 	rdma_link_register(&softmr_link_ops);
 	return 0;
 }
@@ -39,6 +44,7 @@ static void __exit softmr_exit(void)
 	rdma_link_unregister(&softmr_link_ops);
 	softmr_dev_unregister_all();
 	unregister_netdevice_notifier(&softmr_netdev_nb);
+	softmr_odp_wq_destroy();
 }
 
 late_initcall(softmr_init);

@@ -156,29 +156,24 @@ static int softmr_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
-/*
- * Kernel PDs (ib_alloc_pd()) come with a DMA MR for their local_dma_lkey.
- * Memory registration is not implemented yet, so kernel users get a clean
- * EOPNOTSUPP here instead of an unset op.
- */
-static struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
 const struct ib_device_ops softmr_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SOFTMR_UVERBS_ABI_VERSION,
 
+	.advise_mr = softmr_advise_mr,
+	.alloc_hw_port_stats = softmr_alloc_hw_port_stats,
 	.alloc_pd = softmr_alloc_pd,
 	.alloc_ucontext = softmr_alloc_ucontext,
 	.dealloc_driver = softmr_dealloc_driver,
 	.dealloc_pd = softmr_dealloc_pd,
 	.dealloc_ucontext = softmr_dealloc_ucontext,
+	.dereg_mr = softmr_dereg_mr,
 	.disassociate_ucontext = softmr_disassociate_ucontext,
+	.fill_res_mr_entry = softmr_fill_res_mr_entry,
 	.get_dev_fw_str = softmr_get_dev_fw_str,
 	.get_dma_mr = softmr_get_dma_mr,
+	.get_hw_stats = softmr_get_hw_stats,
 	.get_link_layer = softmr_get_link_layer,
 	.get_port_immutable = softmr_get_port_immutable,
 	.mmap = softmr_mmap,
@@ -186,6 +181,8 @@ const struct ib_device_ops softmr_dev_ops = {
 	.query_device = softmr_query_device,
 	.query_pkey = softmr_query_pkey,
 	.query_port = softmr_query_port,
+	.reg_user_mr = softmr_reg_user_mr,
+	.rereg_user_mr = softmr_rereg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_pd, softmr_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, softmr_ucontext, ibuc),

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Memory registration: reg_user_mr (pinned, explicit and implicit ODP),
+ * rereg, dereg, get_dma_mr, and the key table.
+ *
+ * Keys: lkey == rkey == index << 8 | key.  The index comes from a cyclic
+ * allocator that starts at a random point, the 8-bit key is random for
+ * every registration, so a stale key does not reach the MR that reuses its
+ * index and a key is not guessable from another.
+ *
+ * Lifetime: the key table holds no reference.  softmr_mr_get() looks an MR
+ * up under RCU and takes a reference only while the registration's own
+ * reference is alive; dereg unpublishes the key, drops the registration's
+ * reference and waits until every lookup is done before it releases the
+ * memory, then frees the MR after an RCU grace period.
+ */
+
+#include <linux/hugetlb.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+
+#include "softmr.h"
+
+#define SOFTMR_ACCESS_ALL (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			   IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			   IB_ACCESS_MW_BIND | IB_ZERO_BASED | \
+			   IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB | \
+			   IB_ACCESS_RELAXED_ORDERING)
+
+/**
+ * softmr_mr_init_dev() - set up a device's key table
+ * @sdev: the device
+ */
+void softmr_mr_init_dev(struct softmr_dev *sdev)
+{
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+	sdev->mr_next = get_random_u32_inclusive(1, BIT(SOFTMR_MR_INDEX_BITS) - 1);
+}
+
+/**
+ * softmr_check_access_flags() - validate IB_ACCESS_* flags of an MR
+ * @access: the flags
+ *
+ * Return: 0, or -EINVAL for unknown flags or remote write/atomic without
+ * local write (ibv_reg_mr(3)).
+ */
+int softmr_check_access_flags(int access)
+{
+	if (access & ~SOFTMR_ACCESS_ALL)
+		return -EINVAL;
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+static struct softmr_mr *softmr_mr_alloc(struct softmr_dev *sdev,
+					 struct ib_pd *ibpd, int access)
+{
+	struct softmr_mr *mr;
+
+	if (atomic_inc_return(&sdev->mr_count) > sdev->attr.max_mr) {
+		atomic_dec(&sdev->mr_count);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		atomic_dec(&sdev->mr_count);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->sdev = sdev;
+	mr->access = access;
+	mr->ibmr.device = &sdev->ibdev;
+	mr->ibmr.pd = ibpd;
+	refcount_set(&mr->users, 1);
+	init_completion(&mr->released);
+	xa_init(&mr->children);
+	mutex_init(&mr->imp_lock);
+	spin_lock_init(&mr->imp_spin);
+	return mr;
+}
+
+/* Reserve an index; the MR becomes visible only in softmr_mr_publish(). */
+static int softmr_mr_key_alloc(struct softmr_mr *mr)
+{
+	struct softmr_dev *sdev = mr->sdev;
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
+			      XA_LIMIT(1, BIT(SOFTMR_MR_INDEX_BITS) - 1),
+			      &sdev->mr_next, GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+	mr->ibmr.lkey = index << SOFTMR_MR_KEY_BITS | get_random_u8();
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
+static void softmr_mr_publish(struct softmr_mr *mr)
+{
+	xa_store(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS, mr,
+		 GFP_KERNEL);
+	softmr_count(mr->sdev, SOFTMR_CNT_MR_REG, 1);
+}
+
+/**
+ * softmr_mr_get() - look up an MR by lkey or rkey
+ * @sdev: the device
+ * @key: the key
+ *
+ * Return: the MR with a reference held (softmr_mr_put()), or NULL when no
+ * registered MR has exactly this key.
+ */
+struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
+{
+	struct softmr_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> SOFTMR_MR_KEY_BITS);
+	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->users)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+/**
+ * softmr_mr_put() - drop a reference from softmr_mr_get()
+ * @mr: the MR
+ */
+void softmr_mr_put(struct softmr_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->users))
+		complete(&mr->released);
+}
+
+static void softmr_mr_release(struct softmr_mr *mr)
+{
+	switch (mr->kind) {
+	case SOFTMR_MR_PINNED:
+		kvfree(mr->pages);
+		ib_umem_release(mr->umem);
+		break;
+	case SOFTMR_MR_ODP:
+		ib_umem_odp_release(mr->odp);
+		break;
+	case SOFTMR_MR_IMPLICIT:
+		softmr_odp_release_implicit(mr);
+		break;
+	case SOFTMR_MR_DMA:
+		break;
+	}
+	xa_destroy(&mr->children);
+	atomic_dec(&mr->sdev->mr_count);
+	kfree_rcu(mr, rcu);
+}
+
+/* Undo a registration whose key was reserved but never published. */
+static void softmr_mr_abort(struct softmr_mr *mr)
+{
+	if (mr->ibmr.lkey)
+		xa_erase(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS);
+	softmr_mr_release(mr);
+}
+
+/**
+ * softmr_get_dma_mr() - an MR over kernel DMA addresses (kernel PDs)
+ * @ibpd: the PD
+ * @access: IB_ACCESS_* flags
+ *
+ * Return: the MR or an ERR_PTR.
+ */
+struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct softmr_dev *sdev = to_sdev(ibpd->device);
+	struct softmr_mr *mr;
+	int err;
+
+	err = softmr_check_access_flags(access);
+	if (err)
+		return ERR_PTR(err);
+	if (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED))
+		return ERR_PTR(-EINVAL);
+	mr = softmr_mr_alloc(sdev, ibpd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->kind = SOFTMR_MR_DMA;
+	mr->length = U64_MAX;
+	err = softmr_mr_key_alloc(mr);
+	if (err) {
+		softmr_mr_abort(mr);
+		return ERR_PTR(err);
+	}
+	softmr_mr_publish(mr);
+	return &mr->ibmr;
+}
+
+/* Every PAGE_SIZE page of a pinned umem, so an offset finds its page. */
+static int softmr_mr_collect_pages(struct softmr_mr *mr)
+{
+	struct ib_umem *umem = mr->umem;
+	struct sg_page_iter it;
+	unsigned long i = 0;
+
+	mr->npages = ib_umem_num_pages(umem);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (WARN_ON_ONCE(i >= mr->npages))
+			return -EINVAL;
+		mr->pages[i++] = sg_page_iter_page(&it);
+	}
+	return i == mr->npages ? 0 : -EINVAL;
+}
+
+static int softmr_mr_init_pinned(struct softmr_mr *mr, u64 start, u64 length)
+{
+	int err;
+
+	mr->umem = ib_umem_get(&mr->sdev->ibdev, start, length, mr->access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		mr->umem = NULL;
+		return err;
+	}
+	mr->kind = SOFTMR_MR_PINNED;
+	mr->page_offset = ib_umem_offset(mr->umem);
+	return softmr_mr_collect_pages(mr);
+}
+
+/* IBV_ACCESS_HUGETLB promises hugetlb memory: every VMA must be one. */
+static int softmr_check_hugetlb(u64 start, u64 length)
+{
+	struct mm_struct *mm = current->mm;
+	u64 addr = start, end = start + length;
+	int err = 0;
+
+	if (!IS_ENABLED(CONFIG_HUGETLB_PAGE) || !mm)
+		return -EINVAL;
+	mmap_read_lock(mm);
+	while (addr < end) {
+		struct vm_area_struct *vma = vma_lookup(mm, addr);
+
+		if (!vma || !is_vm_hugetlb_page(vma)) {
+			err = -EINVAL;
+			break;
+		}
+		addr = vma->vm_end;
+	}
+	mmap_read_unlock(mm);
+	return err;
+}
+
+static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
+{
+	struct ib_umem_odp *odp;
+	int err;
+
+	if (mr->access & IB_ACCESS_HUGETLB) {
+		err = softmr_check_hugetlb(start, length);
+		if (err)
+			return err;
+	}
+
+	odp = ib_umem_odp_get(&mr->sdev->ibdev, start, length, mr->access,
+			      &softmr_odp_ops);
+	if (IS_ERR(odp))
+		return PTR_ERR(odp);
+	odp->private = mr;
+	mr->odp = odp;
+	mr->umem = &odp->umem;
+	mr->kind = SOFTMR_MR_ODP;
+	return 0;
+}
+
+static bool softmr_is_implicit(u64 start, u64 length, int access)
+{
+	return (access & IB_ACCESS_ON_DEMAND) && start == 0 &&
+	       length == U64_MAX;
+}
+
+/* ibv_reg_mr(3) rules for address, length, iova and flags. */
+static int softmr_check_reg(struct softmr_dev *sdev, u64 start, u64 length,
+			    u64 iova, int access)
+{
+	u64 end;
+	int err;
+
+	err = softmr_check_access_flags(access);
+	if (err)
+		return err;
+	if (softmr_is_implicit(start, length, access)) {
+		/* HUGETLB is for explicit ODP only; iova is the address */
+		if ((access & (IB_ACCESS_HUGETLB | IB_ZERO_BASED)) || iova)
+			return -EINVAL;
+		if (!(sdev->attr.odp_caps.general_caps &
+		      IB_ODP_SUPPORT_IMPLICIT))
+			return -EOPNOTSUPP;
+		return 0;
+	}
+	if (!length || length > sdev->attr.max_mr_size)
+		return -EINVAL;
+	if (check_add_overflow(start, length, &end) ||
+	    check_add_overflow(iova, length, &end))
+		return -EINVAL;
+	if ((start & ~PAGE_MASK) != (iova & ~PAGE_MASK) &&
+	    !(access & IB_ZERO_BASED))
+		return -EINVAL;
+	if ((access & IB_ACCESS_HUGETLB) && !(access & IB_ACCESS_ON_DEMAND))
+		return -EINVAL;
+	return 0;
+}
+
+/* Build an MR of any user kind; the key is reserved, not yet published. */
+static struct softmr_mr *softmr_mr_create_user(struct softmr_dev *sdev,
+					       struct ib_pd *ibpd, u64 start,
+					       u64 length, u64 iova,
+					       int access)
+{
+	struct softmr_mr *mr;
+	int err;
+
+	err = softmr_check_reg(sdev, start, length, iova, access);
+	if (err)
+		return ERR_PTR(err);
+
+	mr = softmr_mr_alloc(sdev, ibpd, access);
+	if (IS_ERR(mr))
+		return mr;
+
+	if (softmr_is_implicit(start, length, access)) {
+		mr->kind = SOFTMR_MR_IMPLICIT;
+		mr->length = U64_MAX;
+		err = softmr_odp_init_implicit(mr);
+	} else {
+		/* ZERO_BASED: byte offsets from the start of the MR */
+		mr->iova = (access & IB_ZERO_BASED) ? 0 : iova;
+		mr->length = length;
+		mr->va = start;
+		if (access & IB_ACCESS_ON_DEMAND)
+			err = softmr_mr_init_odp(mr, start, length);
+		else
+			err = softmr_mr_init_pinned(mr, start, length);
+	}
+	if (!err)
+		err = softmr_mr_key_alloc(mr);
+	if (err) {
+		softmr_mr_abort(mr);
+		return ERR_PTR(err);
+	}
+	mr->ibmr.iova = mr->iova;
+	mr->ibmr.length = mr->length;
+	mr->ibmr.page_size = PAGE_SIZE;
+	return mr;
+}
+
+/**
+ * softmr_reg_user_mr() - the reg_user_mr verb
+ * @ibpd: the PD
+ * @start: user virtual address (0 with length U64_MAX: implicit ODP)
+ * @length: length in bytes
+ * @iova: address the MR's first byte has for lkey/rkey users
+ * @access: IB_ACCESS_* flags
+ * @udata: unused: no driver data is defined
+ *
+ * Return: the MR, or an ERR_PTR: -EINVAL for bad flags, lengths, overflows
+ * and iova page offsets, -EOPNOTSUPP for an unsupported kind, -ENOMEM at
+ * the MR limit, -EFAULT for memory that cannot be pinned.
+ */
+struct ib_mr *softmr_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, struct ib_udata *udata)
+{
+	struct softmr_mr *mr;
+
+	mr = softmr_mr_create_user(to_sdev(ibpd->device), ibpd, start, length,
+				   iova, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	softmr_mr_publish(mr);
+	return &mr->ibmr;
+}
+
+/**
+ * softmr_rereg_user_mr() - the rereg_user_mr verb
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: new address (TRANS)
+ * @length: new length (TRANS)
+ * @iova: new iova (TRANS)
+ * @access: new flags (ACCESS)
+ * @ibpd: new PD (PD)
+ * @udata: unused
+ *
+ * A new translation, or a change between pinned and ODP, builds a new MR
+ * with new keys that ib_core swaps in for the old one; a PD or access change
+ * alone is made in place.
+ *
+ * Return: a new MR, NULL when changed in place, or an ERR_PTR.
+ */
+struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				   u64 length, u64 iova, int access,
+				   struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct softmr_mr *old = to_smr(ibmr), *mr;
+	int new_access = (flags & IB_MR_REREG_ACCESS) ? access : old->access;
+	struct ib_pd *new_pd = (flags & IB_MR_REREG_PD) ? ibpd : ibmr->pd;
+	int err;
+
+	if (flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (old->kind == SOFTMR_MR_DMA)
+		return ERR_PTR(-EINVAL);
+
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    !((new_access ^ old->access) & IB_ACCESS_ON_DEMAND) &&
+	    old->kind != SOFTMR_MR_IMPLICIT) {
+		err = softmr_check_access_flags(new_access);
+		if (err)
+			return ERR_PTR(err);
+		if ((new_access ^ old->access) &
+		    (IB_ZERO_BASED | IB_ACCESS_HUGETLB))
+			return ERR_PTR(-EINVAL);
+		WRITE_ONCE(old->access, new_access);
+		/* ib_core sets ibmr->pd for IB_MR_REREG_PD */
+		return NULL;
+	}
+
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->va;
+		length = old->length;
+		iova = old->iova;
+		if (old->kind == SOFTMR_MR_IMPLICIT)
+			start = 0;
+	}
+	mr = softmr_mr_create_user(old->sdev, new_pd, start, length, iova,
+				   new_access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	softmr_mr_publish(mr);
+	return &mr->ibmr;
+}
+
+/**
+ * softmr_dereg_mr() - the dereg_mr verb
+ * @ibmr: the MR
+ * @udata: unused
+ *
+ * Waits for lookups in flight (data movers, queued prefetches) to finish.
+ *
+ * Return: 0.
+ */
+int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct softmr_mr *mr = to_smr(ibmr);
+
+	xa_erase(&mr->sdev->mr_xa, ibmr->lkey >> SOFTMR_MR_KEY_BITS);
+	softmr_mr_put(mr);
+	wait_for_completion(&mr->released);
+	softmr_count(mr->sdev, SOFTMR_CNT_MR_DEREG, 1);
+	softmr_mr_release(mr);
+	return 0;
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The MR access API: the one place where data movers (the QP engine, and
+ * later dma-buf and device memory users) reach the memory behind an MR.
+ * It checks bounds and permissions and handles every MR kind: pinned pages,
+ * ODP (faulted in and held valid against invalidation while copied), the
+ * children of implicit ODP MRs and kernel DMA addresses.
+ */
+
+#include <linux/dma-direct.h>
+#include <linux/highmem.h>
+#include <linux/overflow.h>
+
+#include "softmr.h"
+
+/**
+ * softmr_mr_check() - may [iova, iova + len) of @mr be accessed so?
+ * @mr: the MR
+ * @iova: first byte
+ * @len: length; 0 is always in bounds
+ * @access: IB_ACCESS_* bits the access needs (0 for a local read)
+ *
+ * Return: 0, -EFAULT when the range is outside the MR, -EACCES when the MR
+ * lacks a needed permission.
+ */
+int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access)
+{
+	u64 end, mr_end;
+
+	if ((READ_ONCE(mr->access) & access) != access)
+		return -EACCES;
+	if (!len)
+		return 0;
+	if (check_add_overflow(iova, len - 1, &end))
+		return -EFAULT;
+	mr_end = mr->iova + (mr->length - 1);	/* length >= 1 */
+	if (iova < mr->iova || end > mr_end)
+		return -EFAULT;
+	return 0;
+}
+
+static void softmr_copy_page(struct page *page, unsigned int offset,
+			     void *buf, size_t n, enum softmr_copy_dir dir)
+{
+	void *kaddr = kmap_local_page(page);
+
+	if (dir == SOFTMR_TO_MR)
+		memcpy(kaddr + offset, buf, n);
+	else
+		memcpy(buf, kaddr + offset, n);
+	kunmap_local(kaddr);
+}
+
+static int softmr_pinned_copy(struct softmr_mr *mr, u64 iova, void *buf,
+			      u64 len, enum softmr_copy_dir dir)
+{
+	u64 off = iova - mr->iova + mr->page_offset;
+
+	while (len) {
+		unsigned int pofs = off & ~PAGE_MASK;
+		size_t n = min_t(u64, len, PAGE_SIZE - pofs);
+
+		softmr_copy_page(mr->pages[off >> PAGE_SHIFT], pofs, buf, n,
+				 dir);
+		off += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Kernel DMA MR: iova is a DMA address of the device. */
+static int softmr_dma_copy(struct softmr_mr *mr, u64 iova, void *buf,
+			   u64 len, enum softmr_copy_dir dir)
+{
+	struct device *dev = mr->sdev->ibdev.dma_device;
+
+	while (len) {
+		phys_addr_t phys = dma_to_phys(dev, iova);
+		unsigned int pofs = offset_in_page(phys);
+		size_t n = min_t(u64, len, PAGE_SIZE - pofs);
+
+		if (!pfn_valid(PHYS_PFN(phys)))
+			return -EFAULT;
+		softmr_copy_page(pfn_to_page(PHYS_PFN(phys)), pofs, buf, n,
+				 dir);
+		iova += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * softmr_mr_copy() - copy between an MR and a kernel buffer
+ * @mr: the MR, referenced by the caller
+ * @iova: first byte in the MR
+ * @buf: kernel buffer
+ * @len: bytes to copy
+ * @dir: SOFTMR_TO_MR or SOFTMR_FROM_MR
+ * @access: IB_ACCESS_* bits the access needs (e.g. IB_ACCESS_LOCAL_WRITE
+ *          for a local write, IB_ACCESS_REMOTE_READ for a remote read)
+ *
+ * Return: 0, -EFAULT outside the MR or for unmapped ODP memory, -EACCES
+ * without the needed permission, or another negative errno from faulting.
+ */
+int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
+		   enum softmr_copy_dir dir, int access)
+{
+	int err;
+
+	if (dir == SOFTMR_TO_MR && !(access & (IB_ACCESS_LOCAL_WRITE |
+					       IB_ACCESS_REMOTE_WRITE |
+					       IB_ACCESS_REMOTE_ATOMIC)))
+		access |= IB_ACCESS_LOCAL_WRITE;
+	err = softmr_mr_check(mr, iova, len, access);
+	if (err || !len)
+		return err;
+
+	switch (mr->kind) {
+	case SOFTMR_MR_PINNED:
+		return softmr_pinned_copy(mr, iova, buf, len, dir);
+	case SOFTMR_MR_ODP:
+	case SOFTMR_MR_IMPLICIT:
+		return softmr_odp_copy(mr, iova, buf, len, dir);
+	case SOFTMR_MR_DMA:
+		return softmr_dma_copy(mr, iova, buf, len, dir);
+	}
+	return -EINVAL;
+}

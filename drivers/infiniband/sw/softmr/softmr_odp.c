@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * On-demand paging: explicit ODP MRs, implicit ODP MRs and their children,
+ * and advise_mr prefetch.
+ *
+ * The sequence protocol (Documentation/infiniband/softmr.rst, "ODP flow"):
+ * an access first checks, under the umem's umem_mutex, that every page of
+ * the range is mapped with the permission it needs (dma_list bits); if not
+ * it drops the mutex and calls ib_umem_odp_map_dma_and_lock(), which faults
+ * the pages with hmm_range_fault() between mmu_interval_read_begin() and
+ * mmu_interval_read_retry() and retries on a changed sequence, returning
+ * with umem_mutex held.  The copy runs with umem_mutex held.  The
+ * invalidation callback takes umem_mutex, calls mmu_interval_set_seq() and
+ * unmaps the range, so it waits for a copy in progress and the next access
+ * faults again.
+ *
+ * Implicit ODP MRs cover the whole address space through children of
+ * SOFTMR_IMPLICIT_CHILD_SIZE, created on first access and released when an
+ * invalidation leaves a child with no mapped page.
+ */
+
+#include <linux/hmm.h>
+#include <linux/highmem.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_umem_odp.h>
+
+#include "softmr.h"
+
+/* Pages faulted and copied under one hold of umem_mutex at most. */
+#define SOFTMR_ODP_CHUNK	(256UL << PAGE_SHIFT)
+
+static struct workqueue_struct *softmr_odp_wq;
+
+/**
+ * struct softmr_odp_child - one chunk of an implicit ODP MR
+ * @odp: the child umem (its own interval notifier)
+ * @parent: the implicit MR
+ * @index: chunk index (address >> SOFTMR_IMPLICIT_CHILD_SHIFT)
+ * @users: accesses in progress; under parent->imp_lock
+ * @releasing: the release work decided to free it; under parent->imp_spin
+ * @release_work: frees the child once nothing is mapped
+ */
+struct softmr_odp_child {
+	struct ib_umem_odp *odp;
+	struct softmr_mr *parent;
+	unsigned long index;
+	unsigned int users;
+	bool releasing;
+	struct work_struct release_work;
+};
+
+int softmr_odp_wq_init(void)
+{
+	softmr_odp_wq = alloc_workqueue("softmr_odp", WQ_UNBOUND | WQ_MEM_RECLAIM,
+					0);
+	return softmr_odp_wq ? 0 : -ENOMEM;
+}
+
+void softmr_odp_wq_destroy(void)
+{
+	destroy_workqueue(softmr_odp_wq);
+}
+
+/**
+ * softmr_odp_flush() - wait for queued prefetches and child releases
+ */
+void softmr_odp_flush(void)
+{
+	flush_workqueue(softmr_odp_wq);
+}
+
+/* Unmap what the invalidated range covers; umem_mutex is held. */
+static void softmr_odp_unmap(struct softmr_dev *sdev, struct ib_umem_odp *odp,
+			     const struct mmu_notifier_range *range,
+			     unsigned long cur_seq)
+{
+	u64 start = max_t(u64, ib_umem_start(odp), range->start);
+	u64 end = min_t(u64, ib_umem_end(odp), range->end);
+
+	lockdep_assert_held(&odp->umem_mutex);
+	mmu_interval_set_seq(&odp->notifier, cur_seq);
+	if (start < end && odp->npages) {
+		ib_umem_odp_unmap_dma_pages(odp, start, end);
+		softmr_count(sdev, SOFTMR_CNT_ODP_INVALIDATIONS, 1);
+	}
+}
+
+static bool softmr_odp_invalidate(struct mmu_interval_notifier *mni,
+				  const struct mmu_notifier_range *range,
+				  unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
+					       notifier);
+	struct softmr_mr *mr = odp->private;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	softmr_odp_unmap(mr->sdev, odp, range, cur_seq);
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+const struct mmu_interval_notifier_ops softmr_odp_ops = {
+	.invalidate = softmr_odp_invalidate,
+};
+
+static bool softmr_odp_child_invalidate(struct mmu_interval_notifier *mni,
+					const struct mmu_notifier_range *range,
+					unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
+					       notifier);
+	struct softmr_odp_child *child = odp->private;
+	struct softmr_mr *mr = child->parent;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	softmr_odp_unmap(mr->sdev, odp, range, cur_seq);
+	if (!odp->npages) {
+		spin_lock(&mr->imp_spin);
+		if (!mr->imp_dying && !child->releasing)
+			queue_work(softmr_odp_wq, &child->release_work);
+		spin_unlock(&mr->imp_spin);
+	}
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops softmr_odp_child_ops = {
+	.invalidate = softmr_odp_child_invalidate,
+};
+
+static void softmr_odp_child_release_work(struct work_struct *work)
+{
+	struct softmr_odp_child *child =
+		container_of(work, struct softmr_odp_child, release_work);
+	struct softmr_mr *mr = child->parent;
+	bool release = false;
+
+	mutex_lock(&mr->imp_lock);
+	if (!child->users) {
+		mutex_lock(&child->odp->umem_mutex);
+		release = !child->odp->npages;
+		mutex_unlock(&child->odp->umem_mutex);
+	}
+	if (release) {
+		spin_lock(&mr->imp_spin);
+		release = !mr->imp_dying;
+		child->releasing = release;
+		spin_unlock(&mr->imp_spin);
+	}
+	if (release) {
+		xa_erase(&mr->children, child->index);
+		/* an invalidation may have queued us again meanwhile */
+		cancel_work(&child->release_work);
+	}
+	mutex_unlock(&mr->imp_lock);
+	if (!release)
+		return;
+	ib_umem_odp_release(child->odp);
+	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
+	kfree(child);
+}
+
+/* Find or create the child that maps @va, and mark it in use. */
+static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
+						     u64 va)
+{
+	unsigned long index = va >> SOFTMR_IMPLICIT_CHILD_SHIFT;
+	struct softmr_odp_child *child;
+	struct ib_umem_odp *odp;
+	int err;
+
+	if (va >= TASK_SIZE)
+		return ERR_PTR(-EFAULT);
+
+	mutex_lock(&mr->imp_lock);
+	child = xa_load(&mr->children, index);
+	if (child)
+		goto found;
+
+	child = kzalloc(sizeof(*child), GFP_KERNEL);
+	if (!child) {
+		err = -ENOMEM;
+		goto err_unlock;
+	}
+	child->parent = mr;
+	child->index = index;
+	INIT_WORK(&child->release_work, softmr_odp_child_release_work);
+	odp = ib_umem_odp_alloc_child(mr->odp,
+				      index << SOFTMR_IMPLICIT_CHILD_SHIFT,
+				      SOFTMR_IMPLICIT_CHILD_SIZE,
+				      &softmr_odp_child_ops);
+	if (IS_ERR(odp)) {
+		err = PTR_ERR(odp);
+		goto err_free;
+	}
+	odp->private = child;
+	child->odp = odp;
+	err = xa_err(xa_store(&mr->children, index, child, GFP_KERNEL));
+	if (err)
+		goto err_release;
+	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILDREN, 1);
+found:
+	child->users++;
+	mutex_unlock(&mr->imp_lock);
+	return child;
+
+err_release:
+	ib_umem_odp_release(odp);
+err_free:
+	kfree(child);
+err_unlock:
+	mutex_unlock(&mr->imp_lock);
+	return ERR_PTR(err);
+}
+
+static void softmr_odp_child_put(struct softmr_odp_child *child)
+{
+	struct softmr_mr *mr = child->parent;
+
+	mutex_lock(&mr->imp_lock);
+	child->users--;
+	mutex_unlock(&mr->imp_lock);
+}
+
+/**
+ * softmr_odp_init_implicit() - set up an implicit ODP MR
+ * @mr: the MR (kind SOFTMR_MR_IMPLICIT, access set)
+ *
+ * Return: 0 or a negative errno.
+ */
+int softmr_odp_init_implicit(struct softmr_mr *mr)
+{
+	struct ib_umem_odp *root;
+
+	root = ib_umem_odp_alloc_implicit(&mr->sdev->ibdev, mr->access);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	root->private = mr;
+	mr->odp = root;
+	mr->umem = &root->umem;
+	return 0;
+}
+
+/**
+ * softmr_odp_release_implicit() - release an implicit MR's children and root
+ * @mr: the MR, no longer reachable by key and with no user left
+ */
+void softmr_odp_release_implicit(struct softmr_mr *mr)
+{
+	struct softmr_odp_child *child;
+	unsigned long index;
+
+	spin_lock(&mr->imp_spin);
+	mr->imp_dying = true;
+	spin_unlock(&mr->imp_spin);
+	/* no release work is queued for this MR after this */
+	flush_workqueue(softmr_odp_wq);
+
+	xa_for_each(&mr->children, index, child) {
+		xa_erase(&mr->children, index);
+		ib_umem_odp_release(child->odp);
+		softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
+		kfree(child);
+	}
+	if (mr->odp)
+		ib_umem_odp_release(mr->odp);
+}
+
+/* Under umem_mutex: is every page of [va, va + len) mapped for @need? */
+static bool softmr_odp_mapped(struct ib_umem_odp *odp, u64 va, u64 len,
+			      u64 need)
+{
+	unsigned int shift = odp->page_shift;
+	u64 start = ib_umem_start(odp);
+	unsigned long i, first, last;
+
+	lockdep_assert_held(&odp->umem_mutex);
+	first = (va - start) >> shift;
+	last = (va + len - 1 - start) >> shift;
+	for (i = first; i <= last; i++)
+		if ((odp->dma_list[i] & need) != need)
+			return false;
+	return true;
+}
+
+/*
+ * Make [va, va + len) of one umem present with @need and return with
+ * umem_mutex held; @fault false only maps what is already present.
+ */
+static int softmr_odp_map_and_lock(struct softmr_dev *sdev,
+				   struct ib_umem_odp *odp, u64 va, u64 len,
+				   u64 need, bool fault)
+{
+	int ret;
+
+	mutex_lock(&odp->umem_mutex);
+	if (softmr_odp_mapped(odp, va, len, need))
+		return 0;
+	mutex_unlock(&odp->umem_mutex);
+
+	ret = ib_umem_odp_map_dma_and_lock(odp, va, len, need, fault);
+	if (ret < 0)
+		return ret == -EINVAL ? -EFAULT : ret;
+	softmr_count(sdev, SOFTMR_CNT_ODP_FAULTS, 1);
+	softmr_count(sdev, SOFTMR_CNT_ODP_FAULT_PAGES, ret);
+	return 0;
+}
+
+/* Copy within one umem (explicit MR or implicit child), chunk by chunk. */
+static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
+			    u64 va, void *buf, u64 len,
+			    enum softmr_copy_dir dir)
+{
+	u64 need = ODP_READ_ALLOWED_BIT;
+	int err;
+
+	if (dir == SOFTMR_TO_MR)
+		need |= ODP_WRITE_ALLOWED_BIT;
+
+	while (len) {
+		u64 n = min_t(u64, len, SOFTMR_ODP_CHUNK -
+				      (va & (SOFTMR_ODP_CHUNK - 1)));
+		u64 done = 0;
+
+		err = softmr_odp_map_and_lock(sdev, odp, va, n, need, true);
+		if (err)
+			return err;
+		while (done < n) {
+			u64 addr = va + done;
+			unsigned long idx = (addr - ib_umem_start(odp)) >>
+					    PAGE_SHIFT;
+			unsigned int pofs = offset_in_page(addr);
+			size_t c = min_t(u64, n - done, PAGE_SIZE - pofs);
+			struct page *page = hmm_pfn_to_page(odp->pfn_list[idx]);
+			void *kaddr = kmap_local_page(page);
+
+			if (dir == SOFTMR_TO_MR)
+				memcpy(kaddr + pofs, buf + done, c);
+			else
+				memcpy(buf + done, kaddr + pofs, c);
+			kunmap_local(kaddr);
+			done += c;
+		}
+		mutex_unlock(&odp->umem_mutex);
+		va += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Run @fn on each implicit child chunk of [va, va + len). */
+static int softmr_implicit_for_each(struct softmr_mr *mr, u64 va, u64 len,
+				    int (*fn)(struct softmr_mr *mr,
+					      struct ib_umem_odp *odp, u64 va,
+					      u64 len, void *arg),
+				    void *arg)
+{
+	while (len) {
+		u64 end = (va | (SOFTMR_IMPLICIT_CHILD_SIZE - 1)) + 1;
+		u64 n = min_t(u64, len, end - va);
+		struct softmr_odp_child *child;
+		int err;
+
+		child = softmr_odp_child_get(mr, va);
+		if (IS_ERR(child))
+			return PTR_ERR(child);
+		err = fn(mr, child->odp, va, n, arg);
+		softmr_odp_child_put(child);
+		if (err)
+			return err;
+		va += n;
+		len -= n;
+	}
+	return 0;
+}
+
+struct softmr_copy_arg {
+	void *buf;
+	enum softmr_copy_dir dir;
+};
+
+static int softmr_child_copy(struct softmr_mr *mr, struct ib_umem_odp *odp,
+			     u64 va, u64 len, void *arg)
+{
+	struct softmr_copy_arg *c = arg;
+	int err;
+
+	err = softmr_umem_copy(mr->sdev, odp, va, c->buf, len, c->dir);
+	c->buf += len;
+	return err;
+}
+
+/**
+ * softmr_odp_copy() - the MR access API for explicit and implicit ODP MRs
+ * @mr: the MR; bounds and permissions already checked
+ * @iova: first byte
+ * @buf: kernel buffer
+ * @len: bytes
+ * @dir: direction
+ *
+ * Return: 0, -EFAULT when the memory is not in the address space, or
+ * another negative errno.
+ */
+int softmr_odp_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
+		    enum softmr_copy_dir dir)
+{
+	struct softmr_copy_arg c = { .buf = buf, .dir = dir };
+
+	if (mr->kind == SOFTMR_MR_IMPLICIT)
+		return softmr_implicit_for_each(mr, iova, len,
+						softmr_child_copy, &c);
+	return softmr_umem_copy(mr->sdev, mr->odp, mr->va + (iova - mr->iova),
+				buf, len, dir);
+}
+
+/* Prefetch: map (and fault unless NO_FAULT) one umem range. */
+static int softmr_prefetch_umem(struct softmr_mr *mr, struct ib_umem_odp *odp,
+				u64 va, u64 len, void *arg)
+{
+	enum ib_uverbs_advise_mr_advice advice = (uintptr_t)arg;
+	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	u64 need = ODP_READ_ALLOWED_BIT;
+	int err;
+
+	if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE)
+		need |= ODP_WRITE_ALLOWED_BIT;
+	while (len) {
+		u64 n = min_t(u64, len, SOFTMR_ODP_CHUNK -
+				      (va & (SOFTMR_ODP_CHUNK - 1)));
+
+		err = softmr_odp_map_and_lock(mr->sdev, odp, va, n, need,
+					      fault);
+		if (err)
+			return err;
+		mutex_unlock(&odp->umem_mutex);
+		va += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int softmr_prefetch_mr(struct softmr_mr *mr, u64 iova, u64 len,
+			      enum ib_uverbs_advise_mr_advice advice)
+{
+	void *arg = (void *)(uintptr_t)advice;
+
+	if (!len)
+		return 0;
+	if (mr->kind == SOFTMR_MR_IMPLICIT)
+		return softmr_implicit_for_each(mr, iova, len,
+						softmr_prefetch_umem, arg);
+	return softmr_prefetch_umem(mr, mr->odp, mr->va + (iova - mr->iova),
+				    len, arg);
+}
+
+/**
+ * struct softmr_prefetch - an asynchronous prefetch
+ * @work: on softmr_odp_wq
+ * @advice: IB_UVERBS_ADVISE_MR_ADVICE_*
+ * @num_sge: entries in @sg
+ * @sg: MR (referenced), iova and length of each range
+ */
+struct softmr_prefetch {
+	struct work_struct work;
+	enum ib_uverbs_advise_mr_advice advice;
+	u32 num_sge;
+	struct {
+		struct softmr_mr *mr;
+		u64 iova;
+		u64 len;
+	} sg[] __counted_by(num_sge);
+};
+
+static void softmr_prefetch_work(struct work_struct *work)
+{
+	struct softmr_prefetch *pf = container_of(work, struct softmr_prefetch,
+						  work);
+	u32 i;
+
+	for (i = 0; i < pf->num_sge; i++) {
+		struct softmr_mr *mr = pf->sg[i].mr;
+
+		/* best effort: an error only shows in the counters */
+		if (softmr_prefetch_mr(mr, pf->sg[i].iova, pf->sg[i].len,
+				       pf->advice))
+			softmr_count(mr->sdev, SOFTMR_CNT_ODP_PREFETCH_ERRORS,
+				     1);
+		softmr_mr_put(mr);
+	}
+	kfree(pf);
+}
+
+/*
+ * ibv_advise_mr(3) errors for one SGE: EFAULT for a bad lkey or a range
+ * outside the MR, ENOENT for a key whose index is registered with another
+ * key, EPERM for another PD's MR or PREFETCH_WRITE on a non-writable MR,
+ * EOPNOTSUPP for a non-ODP MR.
+ */
+static struct softmr_mr *softmr_advise_lookup(struct softmr_dev *sdev,
+					      struct ib_pd *ibpd,
+					      const struct ib_sge *sge,
+					      enum ib_uverbs_advise_mr_advice advice)
+{
+	struct softmr_mr *mr;
+	int err;
+
+	mr = softmr_mr_get(sdev, sge->lkey);
+	if (!mr) {
+		bool other_key;
+
+		rcu_read_lock();
+		other_key = xa_load(&sdev->mr_xa,
+				    sge->lkey >> SOFTMR_MR_KEY_BITS);
+		rcu_read_unlock();
+		return ERR_PTR(other_key ? -ENOENT : -EFAULT);
+	}
+	if (mr->ibmr.pd != ibpd) {
+		err = -EPERM;
+		goto put;
+	}
+	if (mr->kind != SOFTMR_MR_ODP && mr->kind != SOFTMR_MR_IMPLICIT) {
+		err = -EOPNOTSUPP;
+		goto put;
+	}
+	err = softmr_mr_check(mr, sge->addr, sge->length, 0);
+	if (err)
+		goto put;
+	if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    !(READ_ONCE(mr->access) & IB_ACCESS_LOCAL_WRITE)) {
+		err = -EPERM;
+		goto put;
+	}
+	return mr;
+put:
+	softmr_mr_put(mr);
+	return ERR_PTR(err);
+}
+
+/**
+ * softmr_advise_mr() - the advise_mr verb (ibv_advise_mr(3))
+ * @ibpd: the PD the MRs must belong to
+ * @advice: PREFETCH, PREFETCH_WRITE or PREFETCH_NO_FAULT
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH: run synchronously
+ * @sg_list: ranges, by lkey
+ * @num_sge: entries
+ * @attrs: unused
+ *
+ * Every range is validated before anything is done.  Without FLUSH the
+ * prefetch runs on a workqueue holding references on the MRs.
+ *
+ * Return: 0 or a negative errno as ibv_advise_mr(3) lists them.
+ */
+int softmr_advise_mr(struct ib_pd *ibpd,
+		     enum ib_uverbs_advise_mr_advice advice, u32 flags,
+		     struct ib_sge *sg_list, u32 num_sge,
+		     struct uverbs_attr_bundle *attrs)
+{
+	struct softmr_dev *sdev = to_sdev(ibpd->device);
+	struct softmr_prefetch *pf;
+	int err = 0;
+	u32 i, n = 0;
+
+	if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return -EOPNOTSUPP;
+	if (flags & ~IB_UVERBS_ADVISE_MR_FLAG_FLUSH)
+		return -EINVAL;
+
+	pf = kzalloc(struct_size(pf, sg, num_sge), GFP_KERNEL);
+	if (!pf)
+		return -ENOMEM;
+	pf->num_sge = num_sge;
+	pf->advice = advice;
+	for (n = 0; n < num_sge; n++) {
+		struct softmr_mr *mr = softmr_advise_lookup(sdev, ibpd,
+							    &sg_list[n],
+							    advice);
+
+		if (IS_ERR(mr)) {
+			err = PTR_ERR(mr);
+			goto out;
+		}
+		pf->sg[n].mr = mr;
+		pf->sg[n].iova = sg_list[n].addr;
+		pf->sg[n].len = sg_list[n].length;
+	}
+	softmr_count(sdev, SOFTMR_CNT_ODP_PREFETCHES, 1);
+
+	if (!(flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH)) {
+		INIT_WORK(&pf->work, softmr_prefetch_work);
+		queue_work(softmr_odp_wq, &pf->work);
+		return 0;
+	}
+	for (i = 0; i < num_sge && !err; i++)
+		err = softmr_prefetch_mr(pf->sg[i].mr, pf->sg[i].iova,
+					 pf->sg[i].len, advice);
+	if (err)
+		softmr_count(sdev, SOFTMR_CNT_ODP_PREFETCH_ERRORS, 1);
+out:
+	for (i = 0; i < n; i++)
+		softmr_mr_put(pf->sg[i].mr);
+	kfree(pf);
+	return err;
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Observability: device counters for `rdma statistic` (and
+ * /sys/class/infiniband/DEV/ports/1/hw_counters), and the driver details
+ * `rdma res show mr -dd` prints for each MR.
+ */
+
+#include <rdma/ib_umem_odp.h>
+#include <rdma/restrack.h>
+
+#include "softmr.h"
+
+static const struct rdma_stat_desc softmr_counter_descs[] = {
+	[SOFTMR_CNT_MR_REG].name = "mr_registrations",
+	[SOFTMR_CNT_MR_DEREG].name = "mr_deregistrations",
+	[SOFTMR_CNT_ODP_FAULTS].name = "odp_faults",
+	[SOFTMR_CNT_ODP_FAULT_PAGES].name = "odp_fault_pages",
+	[SOFTMR_CNT_ODP_INVALIDATIONS].name = "odp_invalidations",
+	[SOFTMR_CNT_ODP_PREFETCHES].name = "odp_prefetches",
+	[SOFTMR_CNT_ODP_PREFETCH_ERRORS].name = "odp_prefetch_errors",
+	[SOFTMR_CNT_IMPLICIT_CHILDREN].name = "odp_implicit_children",
+	[SOFTMR_CNT_IMPLICIT_CHILD_RELEASES].name = "odp_implicit_releases",
+};
+
+static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
+
+struct rdma_hw_stats *softmr_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port_num)
+{
+	return rdma_alloc_hw_stats_struct(softmr_counter_descs,
+					  SOFTMR_NUM_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int softmr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port_num, int index)
+{
+	struct softmr_dev *sdev = to_sdev(ibdev);
+	int i;
+
+	for (i = 0; i < SOFTMR_NUM_COUNTERS; i++)
+		stats->value[i] = atomic64_read(&sdev->counters[i]);
+	return SOFTMR_NUM_COUNTERS;
+}
+
+static const char *const softmr_mr_kind_names[] = {
+	[SOFTMR_MR_DMA] = "dma",
+	[SOFTMR_MR_PINNED] = "pinned",
+	[SOFTMR_MR_ODP] = "odp",
+	[SOFTMR_MR_IMPLICIT] = "implicit",
+};
+
+/**
+ * softmr_fill_res_mr_entry() - driver details of an MR for restrack
+ * @msg: the netlink message
+ * @ibmr: the MR
+ *
+ * Return: 0 or -EMSGSIZE.
+ */
+int softmr_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct softmr_mr *mr = to_smr(ibmr);
+	unsigned long index, children = 0;
+	struct nlattr *table;
+	void *child;
+
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_string(msg, "kind",
+				      softmr_mr_kind_names[mr->kind]))
+		goto err;
+	if (mr->kind == SOFTMR_MR_ODP &&
+	    rdma_nl_put_driver_u64(msg, "mapped_pages",
+				   READ_ONCE(mr->odp->npages)))
+		goto err;
+	if (mr->kind == SOFTMR_MR_IMPLICIT) {
+		xa_for_each(&mr->children, index, child)
+			children++;
+		if (rdma_nl_put_driver_u64(msg, "children", children))
+			goto err;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+err:
+	nla_nest_cancel(msg, table);
+	return -EMSGSIZE;
+}
