@@ -8,6 +8,7 @@
 
 #include <kunit/test.h>
 #include <linux/dma-mapping.h>
+#include <linux/kthread.h>
 #include <linux/mman.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -514,6 +515,81 @@ static void softmr_test_dma_mr(struct kunit *test)
 	softmr_dereg_mr(ibmr, NULL);
 }
 
+struct race_ctx {
+	struct softmr_mr *mr;
+	u64 iova;
+	u64 len;
+	atomic_t stop;
+	int errors;
+	int copies;
+	struct completion done;
+};
+
+static int softmr_race_copier(void *data)
+{
+	struct race_ctx *rc = data;
+	u8 *buf = kmalloc(rc->len, GFP_KERNEL);
+
+	if (buf) {
+		memset(buf, 0x6b, rc->len);
+		while (!atomic_read(&rc->stop)) {
+			if (softmr_mr_copy(rc->mr, rc->iova, buf, rc->len,
+					   SOFTMR_TO_MR, 0))
+				rc->errors++;
+			rc->copies++;
+			cond_resched();
+		}
+	}
+	kfree(buf);
+	complete(&rc->done);
+	return 0;
+}
+
+/*
+ * Copies racing invalidations: a kernel thread writes through an ODP MR
+ * while the owner zaps the pages again and again.  Every copy succeeds
+ * (it re-faults), lockdep and KASAN watch the locking, and a write after
+ * the storm is what the process reads.
+ */
+static void softmr_test_odp_copy_vs_invalidate(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt40");
+	unsigned long u = umem(test, 16 * PAGE_SIZE, 0);
+	struct task_struct *t;
+	struct race_ctx *rc;
+	u8 *exp;
+	int i;
+
+	rc = kunit_kzalloc(test, sizeof(*rc), GFP_KERNEL);
+	exp = kunit_kzalloc(test, 16 * PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rc);
+	KUNIT_ASSERT_NOT_NULL(test, exp);
+	rc->mr = reg_ok(test, e, u, 16 * PAGE_SIZE, u,
+			RW | IB_ACCESS_ON_DEMAND);
+	rc->iova = u;
+	rc->len = 16 * PAGE_SIZE;
+	init_completion(&rc->done);
+
+	t = kthread_run(softmr_race_copier, rc, "softmr-race");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	for (i = 0; i < 200; i++) {
+		do_madvise(current->mm, u + (i % 16) * PAGE_SIZE,
+			   4 * PAGE_SIZE, MADV_DONTNEED);
+		cond_resched();
+	}
+	atomic_set(&rc->stop, 1);
+	wait_for_completion(&rc->done);
+
+	KUNIT_EXPECT_EQ(test, rc->errors, 0);
+	KUNIT_EXPECT_GT(test, rc->copies, 0);
+	KUNIT_EXPECT_GT(test, counter(e, SOFTMR_CNT_ODP_INVALIDATIONS), 0);
+	memset(exp, 0x6b, 16 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(rc->mr, u, exp, 16 * PAGE_SIZE,
+					     SOFTMR_TO_MR, 0), 0);
+	KUNIT_EXPECT_TRUE(test, user_equals(u, exp, 16 * PAGE_SIZE));
+	softmr_dereg_mr(&rc->mr->ibmr, NULL);
+}
+
 static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_pinned_copy),
 	KUNIT_CASE(softmr_test_read_only_mr),
@@ -525,6 +601,7 @@ static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_advise),
 	KUNIT_CASE(softmr_test_rereg),
 	KUNIT_CASE(softmr_test_dma_mr),
+	KUNIT_CASE(softmr_test_odp_copy_vs_invalidate),
 	{}
 };
 
