@@ -7,6 +7,9 @@
  * show faults, prefetches and implicit children.
  *
  * usage: softmr_mr [DEVICE]
+ *        softmr_mr --hold DEVICE   register pinned, ODP and implicit MRs,
+ *                                  queue a large asynchronous prefetch,
+ *                                  print "holding" and sleep (to be killed)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -418,12 +421,46 @@ static void test_fork(struct ibv_pd *pd)
 	munmap(buf, 2 * pg);
 }
 
+static int hold(struct ibv_pd *pd)
+{
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND;
+	size_t len = 256UL << 20;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *odp, *imp, *pinned;
+	struct ibv_sge sge;
+
+	if (buf == MAP_FAILED)
+		return 1;
+	pinned = ibv_reg_mr(pd, buf, 16 * pg, IBV_ACCESS_LOCAL_WRITE);
+	odp = ibv_reg_mr(pd, buf, len, rw);
+	imp = ibv_reg_mr(pd, NULL, SIZE_MAX, rw);
+	if (!pinned || !odp || !imp)
+		return 1;
+	sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, odp->lkey };
+	if (ibv_advise_mr(pd, ADV_PW, 0, &sge, 1))
+		return 1;
+	sge.lkey = imp->lkey;
+	if (ibv_advise_mr(pd, ADV_PW, 0, &sge, 1))
+		return 1;
+	printf("holding\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	int holding = 0;
 
 	pg = sysconf(_SC_PAGESIZE);
+	if (argc > 2 && !strcmp(argv[1], "--hold")) {
+		holding = 1;
+		argv++;
+		argc--;
+	}
 	if (argc > 1)
 		dev_name = argv[1];
 	setenv("RDMAV_FORK_SAFE", "1", 1);
@@ -435,6 +472,8 @@ int main(int argc, char **argv)
 	CHECK(pd != NULL, "alloc_pd");
 	if (!pd)
 		return st_finish("softmr_mr");
+	if (holding)
+		return hold(pd);
 
 	test_flags(pd);
 	test_iova(pd);
