@@ -272,7 +272,6 @@ static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
 			      &softmr_odp_ops);
 	if (IS_ERR(odp))
 		return PTR_ERR(odp);
-	odp->private = mr;
 	mr->odp = odp;
 	mr->umem = &odp->umem;
 	mr->kind = SOFTMR_MR_ODP;

@@ -87,18 +87,21 @@ static void softmr_odp_unmap(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 	}
 }
 
+/*
+ * The notifier is live before ib_umem_odp_get() returns, so odp->private
+ * may still be unset here: the device comes from the umem instead.
+ */
 static bool softmr_odp_invalidate(struct mmu_interval_notifier *mni,
 				  const struct mmu_notifier_range *range,
 				  unsigned long cur_seq)
 {
 	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
 					       notifier);
-	struct softmr_mr *mr = odp->private;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false;
 	mutex_lock(&odp->umem_mutex);
-	softmr_odp_unmap(mr->sdev, odp, range, cur_seq);
+	softmr_odp_unmap(to_sdev(odp->umem.ibdev), odp, range, cur_seq);
 	mutex_unlock(&odp->umem_mutex);
 	return true;
 }
@@ -113,14 +116,17 @@ static bool softmr_odp_child_invalidate(struct mmu_interval_notifier *mni,
 {
 	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
 					       notifier);
-	struct softmr_odp_child *child = odp->private;
-	struct softmr_mr *mr = child->parent;
+	struct softmr_odp_child *child;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false;
 	mutex_lock(&odp->umem_mutex);
-	softmr_odp_unmap(mr->sdev, odp, range, cur_seq);
-	if (!odp->npages) {
+	softmr_odp_unmap(to_sdev(odp->umem.ibdev), odp, range, cur_seq);
+	/* unset while the child is being created: nothing mapped yet */
+	child = READ_ONCE(odp->private);
+	if (child && !odp->npages) {
+		struct softmr_mr *mr = child->parent;
+
 		spin_lock(&mr->imp_spin);
 		if (!mr->imp_dying && !child->releasing)
 			queue_work(softmr_odp_wq, &child->release_work);
@@ -199,8 +205,8 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 		err = PTR_ERR(odp);
 		goto err_free;
 	}
-	odp->private = child;
 	child->odp = odp;
+	WRITE_ONCE(odp->private, child);
 	err = xa_err(xa_store(&mr->children, index, child, GFP_KERNEL));
 	if (err)
 		goto err_release;
@@ -241,7 +247,6 @@ int softmr_odp_init_implicit(struct softmr_mr *mr)
 	root = ib_umem_odp_alloc_implicit(&mr->sdev->ibdev, mr->access);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
-	root->private = mr;
 	mr->odp = root;
 	mr->umem = &root->umem;
 	return 0;
