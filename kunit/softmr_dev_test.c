@@ -149,7 +149,8 @@ static void softmr_test_query_device(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ALLOW_USER_UNREG);
 	/* nothing that is not implemented is advertised */
 	KUNIT_EXPECT_EQ(test, a->max_qp, 0);
-	KUNIT_EXPECT_EQ(test, a->max_cq, 0);
+	KUNIT_EXPECT_EQ(test, a->max_cq, SOFTMR_MAX_CQ);
+	KUNIT_EXPECT_EQ(test, a->max_cqe, SOFTMR_MAX_CQE);
 	KUNIT_EXPECT_EQ(test, a->max_mr, SOFTMR_MAX_MR);
 	KUNIT_EXPECT_EQ(test, a->max_mr_size, SOFTMR_MAX_MR_SIZE);
 	KUNIT_EXPECT_EQ(test, a->max_srq, 0);

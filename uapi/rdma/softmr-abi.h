@@ -85,4 +85,41 @@ struct softmr_status_page {
 	__aligned_u64 port_events;
 };
 
+/**
+ * struct softmr_ring_hdr - head of a ring shared with user space
+ * @producer: the next slot the producer fills; written by the producer only
+ * @pad0: keeps the indices in separate cache lines
+ * @consumer: the next slot the consumer reads; written by the consumer only
+ * @pad1: padding
+ *
+ * Indices run freely (mod 2^32); slot = index & (num_entries - 1).  The
+ * entries follow at SOFTMR_RING_HDR_SIZE.  The kernel never trusts a value
+ * user space wrote: it indexes only with its own counter.
+ */
+struct softmr_ring_hdr {
+	__u32 producer;
+	__u32 pad0[15];
+	__u32 consumer;
+	__u32 pad1[15];
+};
+
+#define SOFTMR_RING_HDR_SIZE	128
+
+/*
+ * A completion queue ring holds struct ib_uverbs_wc entries, written by the
+ * kernel and consumed by the provider without a system call.
+ */
+
+/**
+ * struct softmr_create_cq_resp - driver part of create_cq / resize_cq
+ * @mmap_offset: mmap() offset of the CQ ring
+ * @mmap_size: its length in bytes
+ * @num_entries: ring slots, a power of two
+ */
+struct softmr_create_cq_resp {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 num_entries;
+};
+
 #endif /* SOFTMR_ABI_USER_H */

@@ -99,8 +99,11 @@ static void check_device(struct ibv_context *ctx)
 	      dx.orig_attr.fw_ver);
 	CHECK(dx.orig_attr.node_guid != 0, "node_guid");
 	/* honest: nothing that does not exist yet */
-	CHECK(dx.orig_attr.max_qp == 0 && dx.orig_attr.max_cq == 0 &&
-	      dx.orig_attr.max_srq == 0, "no QP/CQ/SRQ advertised");
+	CHECK(dx.orig_attr.max_qp == 0 && dx.orig_attr.max_srq == 0,
+	      "no QP/SRQ advertised");
+	CHECK(dx.orig_attr.max_cq == 0x4000 && dx.orig_attr.max_cqe == 0xffff,
+	      "max_cq %d max_cqe %d", dx.orig_attr.max_cq,
+	      dx.orig_attr.max_cqe);
 	CHECK(dx.orig_attr.max_mr == 0x100000, "max_mr %d",
 	      dx.orig_attr.max_mr);
 	CHECK(dx.orig_attr.max_mr_size == 1ULL << 46, "max_mr_size");
@@ -137,7 +140,8 @@ static void check_pds(struct ibv_context *ctx)
 {
 	struct softmr_query_device_resp resp;
 	struct ibv_pd *pd[64];
-	struct ibv_cq *cq;
+	struct ibv_qp_init_attr qpa = {};
+	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	char buf[64];
 	int i, ok = 1;
@@ -158,8 +162,10 @@ static void check_pds(struct ibv_context *ctx)
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg_mr");
 	/* not implemented yet: refused, never faked */
 	errno = 0;
-	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	CHECK_ERRNO(cq == NULL, EOPNOTSUPP, "create_cq");
+	qpa.qp_type = IBV_QPT_RC;
+	qpa.cap.max_send_wr = qpa.cap.max_recv_wr = 1;
+	qp = ibv_create_qp(pd[0], &qpa);
+	CHECK_ERRNO(qp == NULL, EOPNOTSUPP, "create_qp");
 
 	for (i = 0; i < 64; i++)
 		if (pd[i])

@@ -9,6 +9,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,138 @@ static int softmr_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* create_cq and resize_cq answer with the ring's place. */
+struct softmr_cq_resp {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct softmr_create_cq_resp drv;
+};
+
+struct softmr_resize_cq_resp {
+	struct ib_uverbs_resize_cq_resp ibv_resp;
+	struct softmr_create_cq_resp drv;
+};
+
+static int softmr_cq_map(struct softmr_cq *cq, int cmd_fd,
+			 const struct softmr_create_cq_resp *drv)
+{
+	void *p;
+
+	if (!drv->num_entries || (drv->num_entries & (drv->num_entries - 1)))
+		return EPROTO;
+	p = mmap(NULL, drv->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 cmd_fd, drv->mmap_offset);
+	if (p == MAP_FAILED)
+		return errno;
+	cq->ring = p;
+	cq->map_size = drv->mmap_size;
+	cq->num = drv->num_entries;
+	return 0;
+}
+
+static struct ibv_cq *softmr_create_cq(struct ibv_context *ctx, int cqe,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct softmr_cq_resp resp = {};
+	struct ibv_create_cq cmd;
+	struct softmr_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+				&cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = softmr_cq_map(cq, ctx->cmd_fd, &resp.drv);
+	if (ret)
+		goto err_destroy;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &cq->vcq.cq;
+
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_free:
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+static int softmr_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct softmr_cq *cq = to_scq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->ring, cq->map_size);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+static int softmr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct softmr_cq *cq = to_scq(ibcq);
+	struct ib_uverbs_wc *slots;
+	uint32_t cons, prod;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	slots = (void *)((uint8_t *)cq->ring + SOFTMR_RING_HDR_SIZE);
+	cons = cq->ring->consumer;
+	prod = atomic_load_explicit((_Atomic(uint32_t) *)&cq->ring->producer,
+				    memory_order_acquire);
+	while (n < ne && cons != prod) {
+		const struct ib_uverbs_wc *s = &slots[cons & (cq->num - 1)];
+		struct ibv_wc *w = &wc[n++];
+
+		w->wr_id = s->wr_id;
+		w->status = s->status;
+		w->opcode = s->opcode;
+		w->vendor_err = s->vendor_err;
+		w->byte_len = s->byte_len;
+		w->imm_data = s->ex.imm_data;
+		w->qp_num = s->qp_num;
+		w->src_qp = s->src_qp;
+		w->wc_flags = s->wc_flags;
+		w->pkey_index = s->pkey_index;
+		w->slid = s->slid;
+		w->sl = s->sl;
+		w->dlid_path_bits = s->dlid_path_bits;
+		cons++;
+	}
+	atomic_store_explicit((_Atomic(uint32_t) *)&cq->ring->consumer, cons,
+			      memory_order_release);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+static int softmr_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct softmr_cq *cq = to_scq(ibcq);
+	struct softmr_resize_cq_resp resp = {};
+	struct softmr_cq old;
+	struct ibv_resize_cq cmd;
+	int ret;
+
+	pthread_spin_lock(&cq->lock);
+	old = *cq;
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (!ret)
+		ret = softmr_cq_map(cq, ibcq->context->cmd_fd, &resp.drv);
+	if (!ret)
+		munmap(old.ring, old.map_size);
+	pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
 static void softmr_free_context(struct ibv_context *ibctx)
 {
 	struct softmr_context *ctx = to_sctx(ibctx);
@@ -147,13 +280,18 @@ static void softmr_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops softmr_ctx_ops = {
 	.advise_mr = ibv_cmd_advise_mr,
 	.alloc_pd = softmr_alloc_pd,
+	.create_cq = softmr_create_cq,
 	.dealloc_pd = softmr_dealloc_pd,
 	.dereg_mr = softmr_dereg_mr,
+	.destroy_cq = softmr_destroy_cq,
 	.free_context = softmr_free_context,
 	.query_device_ex = softmr_query_device,
 	.query_port = softmr_query_port,
+	.poll_cq = softmr_poll_cq,
 	.reg_mr = softmr_reg_mr,
+	.req_notify_cq = ibv_cmd_req_notify_cq,
 	.rereg_mr = softmr_rereg_mr,
+	.resize_cq = softmr_resize_cq,
 };
 
 /* softmr's driver-specific method: ABI version, limits, status page. */

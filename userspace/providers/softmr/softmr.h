@@ -7,6 +7,7 @@
 #ifndef SOFTMR_PROVIDER_H
 #define SOFTMR_PROVIDER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <infiniband/driver.h>
 #include <rdma/softmr-abi.h>
@@ -22,6 +23,20 @@ struct softmr_context {
 	const struct softmr_status_page *status;
 	size_t status_size;
 };
+
+struct softmr_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;
+	/* the ring the kernel fills: struct softmr_ring_hdr, then entries */
+	struct softmr_ring_hdr *ring;
+	size_t map_size;
+	uint32_t num;
+};
+
+static inline struct softmr_cq *to_scq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct softmr_cq, vcq.cq);
+}
 
 static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
 {

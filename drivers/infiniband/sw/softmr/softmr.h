@@ -34,6 +34,8 @@
 				 (SOFTMR_DRIVER_VERSION & 0xff))
 #define SOFTMR_MAX_PD		0x10000
 #define SOFTMR_MAX_MR		0x100000
+#define SOFTMR_MAX_CQ		0x4000
+#define SOFTMR_MAX_CQE		0xffff
 #define SOFTMR_MAX_MR_SIZE	BIT_ULL(46)	/* 64 TiB */
 /* MR keys: index << 8 | key; index 0 is never used */
 #define SOFTMR_MR_INDEX_BITS	24
@@ -74,6 +76,7 @@ enum softmr_counter {
  * @mr_xa: MRs by key index; lookups under RCU take a reference
  * @mr_next: next index tried by the cyclic allocator
  * @mr_count: MRs registered now
+ * @cq_count: CQs allocated now
  * @counters: enum softmr_counter
  */
 struct softmr_dev {
@@ -93,6 +96,7 @@ struct softmr_dev {
 	struct xarray mr_xa;
 	u32 mr_next;
 	atomic_t mr_count;
+	atomic_t cq_count;
 
 	atomic64_t counters[SOFTMR_NUM_COUNTERS];
 };
@@ -173,6 +177,45 @@ struct softmr_mr {
 	struct rcu_head rcu;
 };
 
+/**
+ * struct softmr_cq_ring - the memory of a CQ
+ * @hdr: struct softmr_ring_hdr, then @num struct ib_uverbs_wc
+ * @bytes: length of the vmalloc_user() area
+ * @num: slots, a power of two
+ * @prod: the producer index; the kernel's own, copied to @hdr
+ * @qps: kernel CQs: the QP of each slot (ib_wc.qp)
+ */
+struct softmr_cq_ring {
+	struct softmr_ring_hdr *hdr;
+	size_t bytes;
+	u32 num;
+	u32 prod;
+	struct ib_qp **qps;
+};
+
+/**
+ * struct softmr_cq - a completion queue
+ * @ibcq: the ib_core CQ
+ * @lock: producer side, arming and resize
+ * @ring: the ring
+ * @notify: armed for IB_CQ_NEXT_COMP or IB_CQ_SOLICITED, or 0
+ * @is_user: mapped by a user context (polled there)
+ * @mmap_entry: user CQs: the ring's mmap entry
+ */
+struct softmr_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;		/* see above */
+	struct softmr_cq_ring ring;
+	u8 notify;
+	bool is_user;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+static inline struct softmr_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct softmr_cq, ibcq);
+}
+
 /* Direction of a copy through the MR access API. */
 enum softmr_copy_dir {
 	SOFTMR_FROM_MR,		/* read the MR into a buffer */
@@ -207,6 +250,16 @@ void softmr_dealloc_driver(struct ib_device *ibdev);
 void softmr_port_update(struct softmr_dev *sdev);
 int softmr_netdev_event(struct notifier_block *nb, unsigned long event,
 			void *arg);
+
+/* softmr_cq.c: completion queues */
+int softmr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     struct uverbs_attr_bundle *attrs);
+int softmr_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int softmr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int softmr_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int softmr_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int softmr_cq_post(struct softmr_cq *cq, const struct ib_uverbs_wc *wc,
+		   struct ib_qp *qp, bool solicited);
 
 /* softmr_mr.c: registration, keys and lookup */
 struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access);

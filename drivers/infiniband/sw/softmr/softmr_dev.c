@@ -155,6 +155,8 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_pd = SOFTMR_MAX_PD;
 	attr->max_mr = SOFTMR_MAX_MR;
+	attr->max_cq = SOFTMR_MAX_CQ;
+	attr->max_cqe = SOFTMR_MAX_CQE;
 	attr->max_mr_size = SOFTMR_MAX_MR_SIZE;
 	/*
 	 * ODP: MRs fault on access; per-transport caps stay clear until the
@@ -216,6 +218,8 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	ibdev->dev.parent = &sdev->pdev->dev;
 	ibdev->local_dma_lkey = 0;
 	ibdev->driver_def = softmr_uapi_defs;
+	/* arming goes through the kernel; user CQs are polled in user space */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(ibdev->node_desc, "softmr", sizeof(ibdev->node_desc));
 	softmr_init_guid(sdev, ndev);
 	softmr_init_attr(sdev);
