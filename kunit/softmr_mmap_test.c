@@ -19,7 +19,6 @@
 struct softmr_mmap_test_ctx {
 	struct softmr_dev *sdev;
 	struct softmr_ucontext *suc;
-	struct ib_uverbs_file *ufile;
 	struct file *file;
 	bool ucontext_live;
 };
@@ -42,11 +41,49 @@ static void softmr_mmap_test_release(void *data)
 
 	if (ctx->ucontext_live)
 		softmr_dev_ops.dealloc_ucontext(&ctx->suc->ibuc);
-	xa_destroy(&ctx->suc->ibuc.mmap_xa);
 	fput(ctx->file);
 }
 
-/* A user context as ib_uverbs sets one up, without the uverbs file. */
+static void softmr_kunit_ucontext_free(void *data)
+{
+	struct softmr_ucontext *suc = data;
+
+	xa_destroy(&suc->ibuc.mmap_xa);
+}
+
+/**
+ * softmr_kunit_ucontext() - a user context as ib_uverbs sets one up
+ * @test: the test; the context's mmap table goes with it
+ * @sdev: the device
+ *
+ * The context is not allocated by the driver op: callers that need it run
+ * softmr_dev_ops.alloc_ucontext themselves.
+ *
+ * Return: the context.
+ */
+struct softmr_ucontext *softmr_kunit_ucontext(struct kunit *test,
+					      struct softmr_dev *sdev)
+{
+	struct softmr_ucontext *suc;
+	struct ib_uverbs_file *ufile;
+
+	suc = kunit_kzalloc(test, sizeof(*suc), GFP_KERNEL);
+	ufile = kunit_kzalloc(test, sizeof(*ufile), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, suc);
+	KUNIT_ASSERT_NOT_NULL(test, ufile);
+	mutex_init(&ufile->umap_lock);
+	INIT_LIST_HEAD(&ufile->umaps);
+	suc->ibuc.device = &sdev->ibdev;
+	suc->ibuc.ufile = ufile;
+	xa_init_flags(&suc->ibuc.mmap_xa, XA_FLAGS_ALLOC);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test,
+						  softmr_kunit_ucontext_free,
+						  suc));
+	return suc;
+}
+
+/* A context with its status page entry and a file to mmap through. */
 static struct softmr_mmap_test_ctx *ctx_create(struct kunit *test,
 					       const char *name)
 {
@@ -56,15 +93,7 @@ static struct softmr_mmap_test_ctx *ctx_create(struct kunit *test,
 	ctx = kunit_kzalloc(test, sizeof(*ctx), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, ctx);
 	ctx->sdev = softmr_kunit_dev_add(test, name, init_net.loopback_dev);
-	ctx->suc = kunit_kzalloc(test, sizeof(*ctx->suc), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, ctx->suc);
-	ctx->ufile = kunit_kzalloc(test, sizeof(*ctx->ufile), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, ctx->ufile);
-	mutex_init(&ctx->ufile->umap_lock);
-	INIT_LIST_HEAD(&ctx->ufile->umaps);
-	ctx->suc->ibuc.device = &ctx->sdev->ibdev;
-	ctx->suc->ibuc.ufile = ctx->ufile;
-	xa_init_flags(&ctx->suc->ibuc.mmap_xa, XA_FLAGS_ALLOC);
+	ctx->suc = softmr_kunit_ucontext(test, ctx->sdev);
 
 	ctx->file = anon_inode_getfile("softmr-kunit", &softmr_test_fops, ctx,
 				       O_RDWR);

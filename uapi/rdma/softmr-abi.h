@@ -35,6 +35,14 @@ enum softmr_ib_query_device_attrs {
 	SOFTMR_IB_ATTR_QUERY_DEVICE_RESP,
 };
 
+/*
+ * Driver attribute added to UVERBS_METHOD_DM_ALLOC: u64 out, the mmap()
+ * offset of the allocation's pages.
+ */
+enum softmr_ib_dm_alloc_attrs {
+	SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET = (1U << UVERBS_ID_NS_SHIFT),
+};
+
 /* Feature bits in softmr_query_device_resp.features. */
 enum softmr_device_features {
 	/* The per-device status page can be mapped (status_mmap_offset). */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <infiniband/cmd_ioctl.h>
 #include <infiniband/driver.h>
@@ -267,6 +268,107 @@ static int softmr_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return ret;
 }
 
+/* ibv_memcpy_to_dm(3): a bounds-checked copy into the mapped pages. */
+static int softmr_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t dm_offset,
+			       const void *host_addr, size_t length)
+{
+	struct softmr_dm *dm = to_sdm(ibdm);
+
+	if (dm_offset > dm->length || length > dm->length - dm_offset)
+		return EINVAL;
+	memcpy((uint8_t *)dm->addr + dm_offset, host_addr, length);
+	return 0;
+}
+
+static int softmr_memcpy_from_dm(void *host_addr, struct ibv_dm *ibdm,
+				 uint64_t dm_offset, size_t length)
+{
+	struct softmr_dm *dm = to_sdm(ibdm);
+
+	if (dm_offset > dm->length || length > dm->length - dm_offset)
+		return EINVAL;
+	memcpy(host_addr, (uint8_t *)dm->addr + dm_offset, length);
+	return 0;
+}
+
+static struct ibv_dm *softmr_alloc_dm(struct ibv_context *ctx,
+				      struct ibv_alloc_dm_attr *attr)
+{
+	DECLARE_COMMAND_BUFFER(cmdb, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
+			       1);
+	size_t pg = sysconf(_SC_PAGESIZE);
+	struct softmr_dm *dm;
+	uint64_t mmap_offset;
+	int ret;
+
+	if (attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	fill_attr_out(cmdb, SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET, &mmap_offset,
+		      sizeof(mmap_offset));
+	ret = ibv_cmd_alloc_dm(ctx, attr, &dm->vdm, cmdb);
+	if (ret)
+		goto err_free;
+	dm->length = attr->length;
+	dm->map_size = (attr->length + pg - 1) & ~(pg - 1);
+	dm->addr = mmap(NULL, dm->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			ctx->cmd_fd, mmap_offset);
+	if (dm->addr == MAP_FAILED) {
+		ret = errno;
+		ibv_cmd_free_dm(&dm->vdm);
+		goto err_free;
+	}
+	dm->vdm.dm.memcpy_to_dm = softmr_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = softmr_memcpy_from_dm;
+	return &dm->vdm.dm;
+
+err_free:
+	free(dm);
+	errno = ret;
+	return NULL;
+}
+
+static int softmr_free_dm(struct ibv_dm *ibdm)
+{
+	struct softmr_dm *dm = to_sdm(ibdm);
+	int ret;
+
+	ret = ibv_cmd_free_dm(&dm->vdm);
+	if (ret)
+		return ret;
+	munmap(dm->addr, dm->map_size);
+	free(dm);
+	return 0;
+}
+
+static struct ibv_mr *softmr_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
+				       uint64_t dm_offset, size_t length,
+				       unsigned int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_reg_dm_mr(pd, &to_sdm(ibdm)->vdm, dm_offset, length,
+				access, vmr, NULL);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
 static void softmr_free_context(struct ibv_context *ibctx)
 {
 	struct softmr_context *ctx = to_sctx(ibctx);
@@ -279,15 +381,18 @@ static void softmr_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops softmr_ctx_ops = {
 	.advise_mr = ibv_cmd_advise_mr,
+	.alloc_dm = softmr_alloc_dm,
 	.alloc_pd = softmr_alloc_pd,
 	.create_cq = softmr_create_cq,
 	.dealloc_pd = softmr_dealloc_pd,
 	.dereg_mr = softmr_dereg_mr,
 	.destroy_cq = softmr_destroy_cq,
 	.free_context = softmr_free_context,
+	.free_dm = softmr_free_dm,
 	.query_device_ex = softmr_query_device,
 	.query_port = softmr_query_port,
 	.poll_cq = softmr_poll_cq,
+	.reg_dm_mr = softmr_reg_dm_mr,
 	.reg_mr = softmr_reg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 	.rereg_mr = softmr_rereg_mr,

@@ -38,6 +38,18 @@ static inline struct softmr_cq *to_scq(struct ibv_cq *ibcq)
 	return container_of(ibcq, struct softmr_cq, vcq.cq);
 }
 
+struct softmr_dm {
+	struct verbs_dm vdm;
+	void *addr;		/* the allocation, mapped */
+	size_t map_size;	/* whole pages */
+	size_t length;		/* what was asked for */
+};
+
+static inline struct softmr_dm *to_sdm(struct ibv_dm *ibdm)
+{
+	return container_of(ibdm, struct softmr_dm, vdm.dm);
+}
+
 static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct softmr_context, ibv_ctx.context);

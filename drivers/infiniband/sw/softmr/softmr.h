@@ -11,6 +11,7 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/genalloc.h>
 #include <linux/list.h>
 #include <linux/refcount.h>
 #include <linux/xarray.h>
@@ -58,6 +59,10 @@ enum softmr_counter {
 	SOFTMR_CNT_ODP_PREFETCH_ERRORS,
 	SOFTMR_CNT_IMPLICIT_CHILDREN,
 	SOFTMR_CNT_IMPLICIT_CHILD_RELEASES,
+	SOFTMR_CNT_DM_ALLOCS,
+	SOFTMR_CNT_DM_FREES,
+	SOFTMR_CNT_DM_BYTES,		/* in use now */
+	SOFTMR_CNT_DM_MRS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -78,6 +83,9 @@ enum softmr_counter {
  * @mr_count: MRs registered now
  * @cq_count: CQs allocated now
  * @counters: enum softmr_counter
+ * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
+ * @dm_mem: device memory, vmalloc_user()
+ * @dm_size: its size (max_dm_size)
  */
 struct softmr_dev {
 	struct ib_device ibdev;
@@ -99,6 +107,10 @@ struct softmr_dev {
 	atomic_t cq_count;
 
 	atomic64_t counters[SOFTMR_NUM_COUNTERS];
+
+	struct gen_pool *dm_pool;
+	void *dm_mem;
+	size_t dm_size;
 };
 
 static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
@@ -131,7 +143,27 @@ enum softmr_mr_kind {
 	SOFTMR_MR_PINNED,	/* ib_umem_get: pages pinned at registration */
 	SOFTMR_MR_ODP,		/* explicit ODP: faulted on access */
 	SOFTMR_MR_IMPLICIT,	/* implicit ODP: the whole address space */
+	SOFTMR_MR_DM,		/* device memory: zero based */
 };
+
+/**
+ * struct softmr_dm - a device memory allocation
+ * @ibdm: the ib_core DM
+ * @offset: offset in the device's DM area, page aligned
+ * @size: bytes reserved (whole pages)
+ * @mmap_entry: the pages' mmap entry for the owning context
+ */
+struct softmr_dm {
+	struct ib_dm ibdm;
+	u64 offset;
+	u64 size;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
+{
+	return container_of(ibdm, struct softmr_dm, ibdm);
+}
 
 /**
  * struct softmr_mr - a memory region
@@ -146,6 +178,7 @@ enum softmr_mr_kind {
  * @umem: pinned or ODP umem (for implicit, the root's)
  * @pages: pinned: every PAGE_SIZE page of the MR, in order
  * @npages: entries in @pages
+ * @dm_kaddr: DM MRs: kernel address of the MR's first byte
  * @odp: explicit ODP umem, or the implicit root
  * @children: implicit: struct softmr_odp_child by chunk index
  * @imp_lock: implicit: serialises child creation, use and release
@@ -167,6 +200,7 @@ struct softmr_mr {
 	struct ib_umem *umem;
 	struct page **pages;
 	unsigned long npages;
+	void *dm_kaddr;
 	struct ib_umem_odp *odp;
 	struct xarray children;
 	struct mutex imp_lock;		/* children: creation, users, release */
@@ -273,6 +307,22 @@ struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
 void softmr_mr_put(struct softmr_mr *mr);
 void softmr_mr_init_dev(struct softmr_dev *sdev);
 int softmr_check_access_flags(int access);
+
+/* softmr_dm.c: device memory */
+extern const struct uapi_definition softmr_dm_defs[];
+int softmr_dm_init_dev(struct softmr_dev *sdev);
+void softmr_dm_cleanup_dev(struct softmr_dev *sdev);
+struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
+			      struct ib_ucontext *ibuc,
+			      struct ib_dm_alloc_attr *attr,
+			      struct uverbs_attr_bundle *attrs);
+int softmr_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+struct ib_mr *softmr_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			       struct ib_dm_mr_attr *attr,
+			       struct uverbs_attr_bundle *attrs);
+struct softmr_mr *softmr_mr_create(struct softmr_dev *sdev,
+				   struct ib_pd *ibpd, int access);
+int softmr_mr_commit(struct softmr_mr *mr);
 
 /* softmr_mr_access.c: the one way data movers reach MR memory */
 int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access);

@@ -223,6 +223,9 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	strscpy(ibdev->node_desc, "softmr", sizeof(ibdev->node_desc));
 	softmr_init_guid(sdev, ndev);
 	softmr_init_attr(sdev);
+	err = softmr_dm_init_dev(sdev);
+	if (err)
+		return err;
 
 	return ib_device_set_netdev(ibdev, ndev, 1);
 }
@@ -250,6 +253,7 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	if (sdev->pdev)
 		platform_device_unregister(sdev->pdev);
 	vfree(sdev->status);
+	softmr_dm_cleanup_dev(sdev);
 }
 
 /**

@@ -58,8 +58,17 @@ int softmr_check_access_flags(int access)
 	return 0;
 }
 
-static struct softmr_mr *softmr_mr_alloc(struct softmr_dev *sdev,
-					 struct ib_pd *ibpd, int access)
+/**
+ * softmr_mr_create() - allocate an MR counted against max_mr
+ * @sdev: the device
+ * @ibpd: its PD
+ * @access: IB_ACCESS_* flags
+ *
+ * Return: the MR, not yet reachable by key (softmr_mr_commit()), or an
+ * ERR_PTR.
+ */
+struct softmr_mr *softmr_mr_create(struct softmr_dev *sdev,
+				   struct ib_pd *ibpd, int access)
 {
 	struct softmr_mr *mr;
 
@@ -152,6 +161,7 @@ static void softmr_mr_release(struct softmr_mr *mr)
 		softmr_odp_release_implicit(mr);
 		break;
 	case SOFTMR_MR_DMA:
+	case SOFTMR_MR_DM:
 		break;
 	}
 	xa_destroy(&mr->children);
@@ -165,6 +175,24 @@ static void softmr_mr_abort(struct softmr_mr *mr)
 	if (mr->ibmr.lkey)
 		xa_erase(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS);
 	softmr_mr_release(mr);
+}
+
+/**
+ * softmr_mr_commit() - give a built MR its keys and make it reachable
+ * @mr: from softmr_mr_create(), kind and memory set
+ *
+ * Return: 0, or a negative errno after which @mr is released.
+ */
+int softmr_mr_commit(struct softmr_mr *mr)
+{
+	int err = softmr_mr_key_alloc(mr);
+
+	if (err) {
+		softmr_mr_abort(mr);
+		return err;
+	}
+	softmr_mr_publish(mr);
+	return 0;
 }
 
 /**
@@ -185,7 +213,7 @@ struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_PTR(err);
 	if (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED))
 		return ERR_PTR(-EINVAL);
-	mr = softmr_mr_alloc(sdev, ibpd, access);
+	mr = softmr_mr_create(sdev, ibpd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	mr->kind = SOFTMR_MR_DMA;
@@ -329,7 +357,7 @@ static struct softmr_mr *softmr_mr_create_user(struct softmr_dev *sdev,
 	if (err)
 		return ERR_PTR(err);
 
-	mr = softmr_mr_alloc(sdev, ibpd, access);
+	mr = softmr_mr_create(sdev, ibpd, access);
 	if (IS_ERR(mr))
 		return mr;
 

@@ -125,6 +125,12 @@ int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		return softmr_odp_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_DMA:
 		return softmr_dma_copy(mr, iova, buf, len, dir);
+	case SOFTMR_MR_DM:
+		if (dir == SOFTMR_TO_MR)
+			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);
+		else
+			memcpy(buf, mr->dm_kaddr + (iova - mr->iova), len);
+		return 0;
 	}
 	return -EINVAL;
 }

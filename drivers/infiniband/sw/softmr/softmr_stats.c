@@ -20,6 +20,10 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_ODP_PREFETCH_ERRORS].name = "odp_prefetch_errors",
 	[SOFTMR_CNT_IMPLICIT_CHILDREN].name = "odp_implicit_children",
 	[SOFTMR_CNT_IMPLICIT_CHILD_RELEASES].name = "odp_implicit_releases",
+	[SOFTMR_CNT_DM_ALLOCS].name = "dm_allocations",
+	[SOFTMR_CNT_DM_FREES].name = "dm_frees",
+	[SOFTMR_CNT_DM_BYTES].name = "dm_bytes_in_use",
+	[SOFTMR_CNT_DM_MRS].name = "dm_mr_registrations",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
@@ -48,6 +52,7 @@ static const char *const softmr_mr_kind_names[] = {
 	[SOFTMR_MR_PINNED] = "pinned",
 	[SOFTMR_MR_ODP] = "odp",
 	[SOFTMR_MR_IMPLICIT] = "implicit",
+	[SOFTMR_MR_DM] = "dm",
 };
 
 /**

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Device memory (ibv_alloc_dm(3)): each device owns a fixed area of
+ * memory, the "device memory", sized by the dm_size module parameter and
+ * reported as max_dm_size.  Allocations are whole pages (so a mapping never
+ * exposes another allocation) aligned as log_align_req asks; the owning
+ * process maps them and copies with ibv_memcpy_to_dm()/_from_dm() in user
+ * space.  reg_dm_mr registers part of an allocation as a zero-based MR that
+ * every data mover reaches through the MR access API.
+ */
+
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#define UVERBS_MODULE_NAME softmr_ib
+#include <rdma/uverbs_named_ioctl.h>
+
+#include "softmr.h"
+
+static unsigned int dm_size_kb = 4096;
+module_param_named(dm_size, dm_size_kb, uint, 0444);
+MODULE_PARM_DESC(dm_size, "device memory per device in KiB (default 4096, 0: none)");
+
+/*
+ * The pool hands out "addresses" base + offset.  The base is a power of two
+ * no smaller than the area, so an aligned address is an aligned offset, and
+ * no address is 0 (which means failure).
+ */
+static unsigned long softmr_dm_base(struct softmr_dev *sdev)
+{
+	return roundup_pow_of_two(sdev->dm_size);
+}
+
+/**
+ * softmr_dm_init_dev() - set up a device's device memory
+ * @sdev: the device
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int softmr_dm_init_dev(struct softmr_dev *sdev)
+{
+	size_t size = PAGE_ALIGN((size_t)dm_size_kb * SZ_1K);
+
+	if (!size)
+		return 0;
+	sdev->dm_mem = vmalloc_user(size);
+	if (!sdev->dm_mem)
+		return -ENOMEM;
+	sdev->dm_size = size;
+	sdev->dm_pool = gen_pool_create(PAGE_SHIFT, NUMA_NO_NODE);
+	if (!sdev->dm_pool ||
+	    gen_pool_add(sdev->dm_pool, softmr_dm_base(sdev), size,
+			 NUMA_NO_NODE)) {
+		softmr_dm_cleanup_dev(sdev);
+		return -ENOMEM;
+	}
+	sdev->attr.max_dm_size = size;
+	return 0;
+}
+
+/**
+ * softmr_dm_cleanup_dev() - release a device's device memory
+ * @sdev: the device; every allocation is freed
+ */
+void softmr_dm_cleanup_dev(struct softmr_dev *sdev)
+{
+	if (sdev->dm_pool)
+		gen_pool_destroy(sdev->dm_pool);
+	sdev->dm_pool = NULL;
+	vfree(sdev->dm_mem);
+	sdev->dm_mem = NULL;
+}
+
+/**
+ * softmr_alloc_dm() - the alloc_dm verb
+ * @ibdev: the device
+ * @ibuc: the owning context
+ * @attr: length and log2 alignment
+ * @attrs: SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET goes back here
+ *
+ * Return: the DM, or an ERR_PTR: -EINVAL for length 0, a length above
+ * max_dm_size or an alignment above it, -ENOMEM when the device memory is
+ * exhausted, -EOPNOTSUPP without device memory.
+ */
+struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
+			      struct ib_ucontext *ibuc,
+			      struct ib_dm_alloc_attr *attr,
+			      struct uverbs_attr_bundle *attrs)
+{
+	struct softmr_dev *sdev = to_sdev(ibdev);
+	struct genpool_data_align align = {};
+	unsigned long addr;
+	struct softmr_dm *dm;
+	int err;
+
+	if (!sdev->dm_pool)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!attr->length || attr->length > sdev->dm_size ||
+	    attr->alignment >= 32 || BIT_ULL(attr->alignment) > sdev->dm_size)
+		return ERR_PTR(-EINVAL);
+
+	dm = kzalloc(sizeof(*dm), GFP_KERNEL);
+	if (!dm)
+		return ERR_PTR(-ENOMEM);
+	dm->size = PAGE_ALIGN(attr->length);
+	align.align = max_t(u64, PAGE_SIZE, BIT_ULL(attr->alignment));
+	addr = gen_pool_alloc_algo(sdev->dm_pool, dm->size,
+				   gen_pool_first_fit_align, &align);
+	if (!addr) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	dm->offset = addr - softmr_dm_base(sdev);
+	memset(sdev->dm_mem + dm->offset, 0, dm->size);
+
+	dm->mmap_entry = softmr_mmap_entry_insert(ibuc,
+						  sdev->dm_mem + dm->offset,
+						  dm->size, true);
+	if (IS_ERR(dm->mmap_entry)) {
+		err = PTR_ERR(dm->mmap_entry);
+		goto err_pool;
+	}
+	if (attrs) {
+		u64 moff = rdma_user_mmap_get_offset(dm->mmap_entry);
+
+		err = uverbs_copy_to(attrs, SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET,
+				     &moff, sizeof(moff));
+		if (err)
+			goto err_entry;
+	}
+	softmr_count(sdev, SOFTMR_CNT_DM_ALLOCS, 1);
+	softmr_count(sdev, SOFTMR_CNT_DM_BYTES, dm->size);
+	return &dm->ibdm;
+
+err_entry:
+	rdma_user_mmap_entry_remove(dm->mmap_entry);
+err_pool:
+	gen_pool_free(sdev->dm_pool, addr, dm->size);
+err_free:
+	kfree(dm);
+	return ERR_PTR(err);
+}
+
+/**
+ * softmr_dealloc_dm() - the dealloc_dm verb
+ * @ibdm: the DM; ib_core refuses (EBUSY) while an MR uses it
+ * @attrs: unused
+ *
+ * A mapping the process still has keeps its pages (they stay referenced),
+ * but the area returns to the pool: later allocations are zeroed.
+ *
+ * Return: 0.
+ */
+int softmr_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
+{
+	struct softmr_dev *sdev = to_sdev(ibdm->device);
+	struct softmr_dm *dm = to_sdm(ibdm);
+
+	rdma_user_mmap_entry_remove(dm->mmap_entry);
+	gen_pool_free(sdev->dm_pool, dm->offset + softmr_dm_base(sdev),
+		      dm->size);
+	softmr_count(sdev, SOFTMR_CNT_DM_FREES, 1);
+	softmr_count(sdev, SOFTMR_CNT_DM_BYTES, -(s64)dm->size);
+	kfree(dm);
+	return 0;
+}
+
+/**
+ * softmr_reg_dm_mr() - the reg_dm_mr verb
+ * @ibpd: the PD
+ * @ibdm: the DM
+ * @attr: offset and length inside the DM, access flags
+ * @attrs: unused
+ *
+ * Return: the MR, or an ERR_PTR: -EINVAL without IB_ACCESS_ZERO_BASED, for
+ * a range outside the DM or for bad access flags (ibv_alloc_dm(3)).
+ */
+struct ib_mr *softmr_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			       struct ib_dm_mr_attr *attr,
+			       struct uverbs_attr_bundle *attrs)
+{
+	struct softmr_dev *sdev = to_sdev(ibpd->device);
+	struct softmr_dm *dm = to_sdm(ibdm);
+	struct softmr_mr *mr;
+	int err;
+
+	if (!(attr->access_flags & IB_ZERO_BASED) ||
+	    (attr->access_flags & (IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB)))
+		return ERR_PTR(-EINVAL);
+	err = softmr_check_access_flags(attr->access_flags);
+	if (err)
+		return ERR_PTR(err);
+	if (!attr->length || attr->offset >= ibdm->length ||
+	    attr->length > ibdm->length - attr->offset)
+		return ERR_PTR(-EINVAL);
+
+	mr = softmr_mr_create(sdev, ibpd, attr->access_flags);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->kind = SOFTMR_MR_DM;
+	mr->iova = 0;
+	mr->length = attr->length;
+	mr->dm_kaddr = sdev->dm_mem + dm->offset + attr->offset;
+	err = softmr_mr_commit(mr);
+	if (err)
+		return ERR_PTR(err);
+	mr->ibmr.iova = 0;
+	mr->ibmr.length = attr->length;
+	softmr_count(sdev, SOFTMR_CNT_DM_MRS, 1);
+	return &mr->ibmr;
+}
+
+ADD_UVERBS_ATTRIBUTES_SIMPLE(softmr_ib_dm_alloc, UVERBS_OBJECT_DM,
+			     UVERBS_METHOD_DM_ALLOC,
+			     UVERBS_ATTR_PTR_OUT(SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET,
+						 UVERBS_ATTR_TYPE(u64),
+						 UA_MANDATORY));
+
+const struct uapi_definition softmr_dm_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &softmr_ib_dm_alloc),
+	{},
+};
