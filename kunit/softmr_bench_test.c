@@ -21,25 +21,12 @@ MODULE_PARM_DESC(bench, "run softmr's KUnit measurements");
 #define RW (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | \
 	    IB_ACCESS_REMOTE_WRITE)
 
-static void bench_pd_free(void *pd)
-{
-	softmr_kunit_pd_free(pd);
-}
-
 static struct ib_pd *bench_pd(struct kunit *test, const char *name)
 {
-	struct softmr_dev *sdev;
-	struct ib_pd *pd;
-	int err;
-
 	if (!bench)
 		kunit_skip(test, "measurement: run with softmr.bench=1");
-	sdev = softmr_kunit_dev_add(test, name, init_net.loopback_dev);
-	pd = softmr_kunit_pd_alloc(sdev, &err);
-	KUNIT_ASSERT_EQ(test, err, 0);
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, bench_pd_free,
-							   pd));
-	return pd;
+	return softmr_kunit_pd(test, softmr_kunit_dev_add(test, name,
+							  init_net.loopback_dev));
 }
 
 static unsigned long bench_mmap(struct kunit *test, size_t len)

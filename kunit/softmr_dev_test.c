@@ -317,6 +317,32 @@ void softmr_kunit_pd_free(struct ib_pd *pd)
 	kfree(pd);
 }
 
+static void softmr_kunit_pd_free_action(void *pd)
+{
+	softmr_kunit_pd_free(pd);
+}
+
+/**
+ * softmr_kunit_pd() - a PD freed when the test ends
+ * @test: the test
+ * @sdev: the device
+ *
+ * Return: the PD.
+ */
+struct ib_pd *softmr_kunit_pd(struct kunit *test, struct softmr_dev *sdev)
+{
+	struct ib_pd *pd;
+	int err;
+
+	pd = softmr_kunit_pd_alloc(sdev, &err);
+	KUNIT_ASSERT_EQ(test, err, 0);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test,
+						  softmr_kunit_pd_free_action,
+						  pd));
+	return pd;
+}
+
 static void softmr_test_pd(struct kunit *test)
 {
 	struct softmr_dev *sdev = softmr_kunit_dev_add(test, "softmr_kt8",

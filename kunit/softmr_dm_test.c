@@ -15,23 +15,14 @@ struct dm_env {
 	struct ib_pd *pd;
 };
 
-static void dm_env_pd_free(void *pd)
-{
-	softmr_kunit_pd_free(pd);
-}
-
 static struct dm_env *dm_env(struct kunit *test, const char *name)
 {
 	struct dm_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
-	int err;
 
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	e->sdev = softmr_kunit_dev_add(test, name, init_net.loopback_dev);
 	e->suc = softmr_kunit_ucontext(test, e->sdev);
-	e->pd = softmr_kunit_pd_alloc(e->sdev, &err);
-	KUNIT_ASSERT_EQ(test, err, 0);
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, dm_env_pd_free,
-							   e->pd));
+	e->pd = softmr_kunit_pd(test, e->sdev);
 	return e;
 }
 

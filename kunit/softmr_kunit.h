@@ -17,6 +17,7 @@ void softmr_kunit_dev_del(const char *name);
 bool softmr_kunit_dev_gone(const char *name);
 struct ib_pd *softmr_kunit_pd_alloc(struct softmr_dev *sdev, int *err);
 void softmr_kunit_pd_free(struct ib_pd *pd);
+struct ib_pd *softmr_kunit_pd(struct kunit *test, struct softmr_dev *sdev);
 struct softmr_ucontext *softmr_kunit_ucontext(struct kunit *test,
 					      struct softmr_dev *sdev);
 

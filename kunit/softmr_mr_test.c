@@ -24,22 +24,13 @@ struct mr_env {
 	struct ib_pd *pd;
 };
 
-static void mr_env_pd_free(void *pd)
-{
-	softmr_kunit_pd_free(pd);
-}
-
 static struct mr_env *env(struct kunit *test, const char *name)
 {
 	struct mr_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
-	int err;
 
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	e->sdev = softmr_kunit_dev_add(test, name, init_net.loopback_dev);
-	e->pd = softmr_kunit_pd_alloc(e->sdev, &err);
-	KUNIT_ASSERT_EQ(test, err, 0);
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, mr_env_pd_free,
-							   e->pd));
+	e->pd = softmr_kunit_pd(test, e->sdev);
 	return e;
 }
 

@@ -26,22 +26,6 @@
 
 #include "softmr_test.h"
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 /* softmr's driver method, issued by hand to control every attribute. */
 struct raw_cmd {
 	struct ib_uverbs_ioctl_hdr hdr;
@@ -240,7 +224,7 @@ static void check_driver_ioctl(struct ibv_context *ctx)
 static int hold(const char *dev, int expect_gone)
 {
 	struct softmr_query_device_resp resp;
-	struct ibv_context *ctx = open_dev(dev);
+	struct ibv_context *ctx = st_open_dev(dev);
 	struct ibv_pd *pd, *pd2;
 	struct ibv_port_attr pa;
 	char line[16];
@@ -300,7 +284,7 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "--hold"))
 		return hold(argv[2], argc > 3 && !strcmp(argv[3], "gone"));
 
-	ctx = open_dev(dev);
+	ctx = st_open_dev(dev);
 	CHECK(ctx != NULL, "open %s: %s", dev, strerror(errno));
 	if (!ctx)
 		return st_finish("softmr_basic");

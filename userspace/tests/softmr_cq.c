@@ -17,18 +17,14 @@
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "softmr0";
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
+	struct ibv_context *ctx;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq, *cqs[3];
 	struct ibv_wc wc[8];
 	void *ev_ctx;
 	int i, n;
 
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
+	ctx = st_open_dev(name);
 	CHECK(ctx != NULL, "open %s", name);
 	if (!ctx)
 		return st_finish("softmr_cq");
@@ -107,6 +103,5 @@ int main(int argc, char **argv)
 	}
 
 	CHECK(ibv_close_device(ctx) == 0, "close");
-	ibv_free_device_list(list);
 	return st_finish("softmr_cq");
 }

@@ -14,24 +14,6 @@
 
 #include "softmr_test.h"
 
-static long long counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	usleep(30000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static struct ibv_dm *alloc(struct ibv_context *ctx, size_t len, int align)
 {
 	struct ibv_alloc_dm_attr a = { .length = len, .log_align_req = align };
@@ -45,21 +27,17 @@ int main(int argc, char **argv)
 	int zb = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
 		 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
 		 IBV_ACCESS_REMOTE_ATOMIC;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct ibv_device_attr_ex dx;
-	struct ibv_device **list;
 	struct ibv_dm *dm, *dms[8];
 	struct ibv_mr *mr;
 	struct ibv_pd *pd;
 	uint8_t in[256], out[256];
 	long long allocs;
 	size_t max;
-	int i, n, ret;
+	int i, ret;
 
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
+	ctx = st_open_dev(name);
 	CHECK(ctx != NULL, "open %s", name);
 	if (!ctx)
 		return st_finish("softmr_dm");
@@ -69,12 +47,12 @@ int main(int argc, char **argv)
 	CHECK(max == 4 << 20, "max_dm_size %zu", max);
 
 	/* memcpy round trip, with bounds */
-	allocs = counter(name, "dm_allocations");
+	allocs = st_counter(name, "dm_allocations");
 	dm = alloc(ctx, 200, 0);
 	CHECK(dm != NULL, "alloc_dm 200: %s", strerror(errno));
 	if (!dm)
 		return st_finish("softmr_dm");
-	CHECK(counter(name, "dm_allocations") == allocs + 1, "counted");
+	CHECK(st_counter(name, "dm_allocations") == allocs + 1, "counted");
 	for (i = 0; i < 256; i++)
 		in[i] = i * 13 + 1;
 	CHECK(ibv_memcpy_to_dm(dm, 10, in, 150) == 0, "memcpy_to_dm");
@@ -148,10 +126,9 @@ int main(int argc, char **argv)
 		      out[0] == 0 && out[255] == 0, "reallocated DM zeroed");
 		CHECK(ibv_free_dm(dm) == 0, "free whole");
 	}
-	CHECK(counter(name, "dm_bytes_in_use") == 0, "no DM in use");
+	CHECK(st_counter(name, "dm_bytes_in_use") == 0, "no DM in use");
 
 	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
 	CHECK(ibv_close_device(ctx) == 0, "close");
-	ibv_free_device_list(list);
 	return st_finish("softmr_dm");
 }

@@ -23,40 +23,9 @@
 static const char *dev_name = "softmr0";
 static size_t pg;
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
-/* A device counter from sysfs (hw_counters are cached for 10 ms). */
 static long long counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	usleep(30000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev_name,
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return st_counter(dev_name, name);
 }
 
 /* `rdma -dd res show mr` output for the device, into buf. */
@@ -464,7 +433,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		dev_name = argv[1];
 	setenv("RDMAV_FORK_SAFE", "1", 1);
-	ctx = open_dev(dev_name);
+	ctx = st_open_dev(dev_name);
 	CHECK(ctx != NULL, "open %s", dev_name);
 	if (!ctx)
 		return st_finish("softmr_mr");

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
 
 static int st_failed, st_passed;
 
@@ -33,6 +35,42 @@ static int st_failed, st_passed;
 		      what, strerror(err), __f ? "" : "success / ",	\
 		      __f ? strerror(__e) : "");			\
 	} while (0)
+
+/* Open the RDMA device called @name, or NULL. */
+static inline struct ibv_context *st_open_dev(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* A port counter of @dev from sysfs (hw_counters are cached for 10 ms). */
+static inline long long st_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	usleep(30000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
 
 static inline int st_finish(const char *name)
 {
