@@ -144,11 +144,22 @@ static void softmr_test_dm_mr(struct kunit *test)
 	attr.length = 1;
 	KUNIT_EXPECT_EQ(test, PTR_ERR(softmr_reg_dm_mr(e->pd, &dm->ibdm, &attr,
 						       NULL)), -EINVAL);
-	attr.offset = 0;
+	attr.offset = 2001;
 	attr.length = 0;
 	KUNIT_EXPECT_EQ(test, PTR_ERR(softmr_reg_dm_mr(e->pd, &dm->ibdm, &attr,
 						       NULL)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, atomic_read(&e->sdev->mr_count), 0);
+
+	/* an empty MR is allowed, and reaches nothing */
+	attr.offset = 2000;
+	attr.length = 0;
+	ibmr = softmr_reg_dm_mr(e->pd, &dm->ibdm, &attr, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(ibmr));
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(to_smr(ibmr), 0, got, 1,
+					     SOFTMR_FROM_MR, 0), -EFAULT);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(to_smr(ibmr), 0, got, 0,
+					     SOFTMR_FROM_MR, 0), 0);
+	softmr_dereg_mr(ibmr, NULL);
 	dm_free(dm);
 }
 

@@ -43,6 +43,9 @@ enum softmr_ib_dm_alloc_attrs {
 	SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET = (1U << UVERBS_ID_NS_SHIFT),
 };
 
+/* Device memory is read and written in units of this many bytes. */
+#define SOFTMR_DM_ACCESS_ALIGN	4
+
 /* Feature bits in softmr_query_device_resp.features. */
 enum softmr_device_features {
 	/* The per-device status page can be mapped (status_mmap_offset). */

@@ -55,17 +55,20 @@ int main(int argc, char **argv)
 	CHECK(st_counter(name, "dm_allocations") == allocs + 1, "counted");
 	for (i = 0; i < 256; i++)
 		in[i] = i * 13 + 1;
-	CHECK(ibv_memcpy_to_dm(dm, 10, in, 150) == 0, "memcpy_to_dm");
+	CHECK(ibv_memcpy_to_dm(dm, 12, in, 148) == 0, "memcpy_to_dm");
 	memset(out, 0, sizeof(out));
-	CHECK(ibv_memcpy_from_dm(out, dm, 10, 150) == 0, "memcpy_from_dm");
-	CHECK(!memcmp(in, out, 150), "round trip");
-	CHECK(ibv_memcpy_from_dm(out, dm, 0, 10) == 0 && !out[0] && !out[9],
+	CHECK(ibv_memcpy_from_dm(out, dm, 12, 148) == 0, "memcpy_from_dm");
+	CHECK(!memcmp(in, out, 148), "round trip");
+	CHECK(ibv_memcpy_from_dm(out, dm, 0, 12) == 0 && !out[0] && !out[11],
 	      "fresh DM is zeroed");
-	CHECK(ibv_memcpy_to_dm(dm, 100, in, 101) == EINVAL,
+	CHECK(ibv_memcpy_to_dm(dm, 100, in, 104) == EINVAL,
 	      "memcpy_to_dm past the end");
-	CHECK(ibv_memcpy_from_dm(out, dm, 201, 0) == EINVAL,
+	CHECK(ibv_memcpy_from_dm(out, dm, 204, 0) == EINVAL,
 	      "memcpy_from_dm offset past the end");
 	CHECK(ibv_memcpy_to_dm(dm, 200, in, 0) == 0, "empty copy at the end");
+	/* 4-byte units, as on ConnectX */
+	CHECK(ibv_memcpy_to_dm(dm, 2, in, 4) == EINVAL, "unaligned offset");
+	CHECK(ibv_memcpy_from_dm(out, dm, 4, 6) == EINVAL, "unaligned length");
 
 	/* reg_dm_mr: ZERO_BASED required, range inside the DM */
 	errno = 0;
@@ -74,6 +77,10 @@ int main(int argc, char **argv)
 	errno = 0;
 	mr = ibv_reg_dm_mr(pd, dm, 150, 100, zb);
 	CHECK_ERRNO(mr == NULL, EINVAL, "reg_dm_mr beyond the DM");
+	mr = ibv_reg_dm_mr(pd, dm, 0, 0, zb);
+	CHECK(mr != NULL, "empty DM MR: %s", strerror(errno));
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0, "dereg empty DM MR");
 	errno = 0;
 	mr = ibv_reg_dm_mr(pd, dm, 0, 100, IBV_ACCESS_ZERO_BASED |
 			   IBV_ACCESS_REMOTE_WRITE);
@@ -84,8 +91,8 @@ int main(int argc, char **argv)
 		CHECK(mr->lkey == mr->rkey, "lkey == rkey");
 		ret = ibv_free_dm(dm);
 		CHECK(ret == EBUSY, "free_dm with an MR: %s", strerror(ret));
-		CHECK(ibv_memcpy_from_dm(out, dm, 10, 150) == 0 &&
-		      !memcmp(in, out, 150), "DM intact after refused free");
+		CHECK(ibv_memcpy_from_dm(out, dm, 12, 148) == 0 &&
+		      !memcmp(in, out, 148), "DM intact after refused free");
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg DM MR");
 	}
 	CHECK(ibv_free_dm(dm) == 0, "free_dm");

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,13 +269,26 @@ static int softmr_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return ret;
 }
 
-/* ibv_memcpy_to_dm(3): a bounds-checked copy into the mapped pages. */
+/*
+ * Device memory is accessed in 4-byte units, as on ConnectX (and as
+ * rdma-core's tests expect): offset and length must be multiples of 4 and
+ * inside the allocation.
+ */
+static bool softmr_dm_range_ok(struct softmr_dm *dm, uint64_t offset,
+			       size_t length)
+{
+	return !(offset % SOFTMR_DM_ACCESS_ALIGN) &&
+	       !(length % SOFTMR_DM_ACCESS_ALIGN) && offset <= dm->length &&
+	       length <= dm->length - offset;
+}
+
+/* ibv_memcpy_to_dm(3): a checked copy into the mapped pages. */
 static int softmr_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t dm_offset,
 			       const void *host_addr, size_t length)
 {
 	struct softmr_dm *dm = to_sdm(ibdm);
 
-	if (dm_offset > dm->length || length > dm->length - dm_offset)
+	if (!softmr_dm_range_ok(dm, dm_offset, length))
 		return EINVAL;
 	memcpy((uint8_t *)dm->addr + dm_offset, host_addr, length);
 	return 0;
@@ -285,7 +299,7 @@ static int softmr_memcpy_from_dm(void *host_addr, struct ibv_dm *ibdm,
 {
 	struct softmr_dm *dm = to_sdm(ibdm);
 
-	if (dm_offset > dm->length || length > dm->length - dm_offset)
+	if (!softmr_dm_range_ok(dm, dm_offset, length))
 		return EINVAL;
 	memcpy(host_addr, (uint8_t *)dm->addr + dm_offset, length);
 	return 0;

@@ -174,7 +174,8 @@ int softmr_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
  * @attrs: unused
  *
  * Return: the MR, or an ERR_PTR: -EINVAL without IB_ACCESS_ZERO_BASED, for
- * a range outside the DM or for bad access flags (ibv_alloc_dm(3)).
+ * a range outside the DM or for bad access flags (ibv_alloc_dm(3)).  A
+ * zero-length MR is allowed; no access reaches through it.
  */
 struct ib_mr *softmr_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			       struct ib_dm_mr_attr *attr,
@@ -191,7 +192,8 @@ struct ib_mr *softmr_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	err = softmr_check_access_flags(attr->access_flags);
 	if (err)
 		return ERR_PTR(err);
-	if (!attr->length || attr->offset >= ibdm->length ||
+	/* an empty MR at the end is allowed, as on ConnectX */
+	if (attr->offset > ibdm->length ||
 	    attr->length > ibdm->length - attr->offset)
 		return ERR_PTR(-EINVAL);
 

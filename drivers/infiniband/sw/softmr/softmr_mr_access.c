@@ -31,7 +31,7 @@ int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access)
 		return -EACCES;
 	if (!len)
 		return 0;
-	if (check_add_overflow(iova, len - 1, &end))
+	if (!mr->length || check_add_overflow(iova, len - 1, &end))
 		return -EFAULT;
 	mr_end = mr->iova + (mr->length - 1);	/* length >= 1 */
 	if (iova < mr->iova || end > mr_end)
