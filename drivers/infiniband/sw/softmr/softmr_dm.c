@@ -207,8 +207,6 @@ struct ib_mr *softmr_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	err = softmr_mr_commit(mr);
 	if (err)
 		return ERR_PTR(err);
-	mr->ibmr.iova = 0;
-	mr->ibmr.length = attr->length;
 	softmr_count(sdev, SOFTMR_CNT_DM_MRS, 1);
 	return &mr->ibmr;
 }

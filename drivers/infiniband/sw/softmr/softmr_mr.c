@@ -179,14 +179,20 @@ static void softmr_mr_abort(struct softmr_mr *mr)
 
 /**
  * softmr_mr_commit() - give a built MR its keys and make it reachable
- * @mr: from softmr_mr_create(), kind and memory set
+ * @mr: from softmr_mr_create(), kind, iova, length and memory set
+ *
+ * Every registration ends here.
  *
  * Return: 0, or a negative errno after which @mr is released.
  */
 int softmr_mr_commit(struct softmr_mr *mr)
 {
-	int err = softmr_mr_key_alloc(mr);
+	int err;
 
+	mr->ibmr.iova = mr->iova;
+	mr->ibmr.length = mr->length;
+	mr->ibmr.page_size = PAGE_SIZE;
+	err = softmr_mr_key_alloc(mr);
 	if (err) {
 		softmr_mr_abort(mr);
 		return err;
@@ -218,13 +224,8 @@ struct ib_mr *softmr_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_CAST(mr);
 	mr->kind = SOFTMR_MR_DMA;
 	mr->length = U64_MAX;
-	err = softmr_mr_key_alloc(mr);
-	if (err) {
-		softmr_mr_abort(mr);
-		return ERR_PTR(err);
-	}
-	softmr_mr_publish(mr);
-	return &mr->ibmr;
+	err = softmr_mr_commit(mr);
+	return err ? ERR_PTR(err) : &mr->ibmr;
 }
 
 /* Every PAGE_SIZE page of a pinned umem, so an offset finds its page. */
@@ -344,7 +345,7 @@ static int softmr_check_reg(struct softmr_dev *sdev, u64 start, u64 length,
 	return 0;
 }
 
-/* Build an MR of any user kind; the key is reserved, not yet published. */
+/* Build an MR of any user kind, ready for softmr_mr_commit(). */
 static struct softmr_mr *softmr_mr_create_user(struct softmr_dev *sdev,
 					       struct ib_pd *ibpd, u64 start,
 					       u64 length, u64 iova,
@@ -375,15 +376,10 @@ static struct softmr_mr *softmr_mr_create_user(struct softmr_dev *sdev,
 		else
 			err = softmr_mr_init_pinned(mr, start, length);
 	}
-	if (!err)
-		err = softmr_mr_key_alloc(mr);
 	if (err) {
 		softmr_mr_abort(mr);
 		return ERR_PTR(err);
 	}
-	mr->ibmr.iova = mr->iova;
-	mr->ibmr.length = mr->length;
-	mr->ibmr.page_size = PAGE_SIZE;
 	return mr;
 }
 
@@ -404,13 +400,14 @@ struct ib_mr *softmr_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				 u64 iova, int access, struct ib_udata *udata)
 {
 	struct softmr_mr *mr;
+	int err;
 
 	mr = softmr_mr_create_user(to_sdev(ibpd->device), ibpd, start, length,
 				   iova, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	softmr_mr_publish(mr);
-	return &mr->ibmr;
+	err = softmr_mr_commit(mr);
+	return err ? ERR_PTR(err) : &mr->ibmr;
 }
 
 /**
@@ -469,8 +466,8 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   new_access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	softmr_mr_publish(mr);
-	return &mr->ibmr;
+	err = softmr_mr_commit(mr);
+	return err ? ERR_PTR(err) : &mr->ibmr;
 }
 
 /**
