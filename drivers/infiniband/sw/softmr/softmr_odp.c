@@ -317,6 +317,12 @@ static int softmr_odp_map_and_lock(struct softmr_dev *sdev,
 	return 0;
 }
 
+/* Bytes from @va to the end of its chunk, at most @len. */
+static u64 softmr_odp_chunk(u64 va, u64 len)
+{
+	return min_t(u64, len, SOFTMR_ODP_CHUNK - (va & (SOFTMR_ODP_CHUNK - 1)));
+}
+
 /* Copy within one umem (explicit MR or implicit child), chunk by chunk. */
 static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 			    u64 va, void *buf, u64 len,
@@ -329,8 +335,7 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 		need |= ODP_WRITE_ALLOWED_BIT;
 
 	while (len) {
-		u64 n = min_t(u64, len, SOFTMR_ODP_CHUNK -
-				      (va & (SOFTMR_ODP_CHUNK - 1)));
+		u64 n = softmr_odp_chunk(va, len);
 		u64 done = 0;
 
 		err = softmr_odp_map_and_lock(sdev, odp, va, n, need, true);
@@ -437,8 +442,7 @@ static int softmr_prefetch_umem(struct softmr_mr *mr, struct ib_umem_odp *odp,
 	if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE)
 		need |= ODP_WRITE_ALLOWED_BIT;
 	while (len) {
-		u64 n = min_t(u64, len, SOFTMR_ODP_CHUNK -
-				      (va & (SOFTMR_ODP_CHUNK - 1)));
+		u64 n = softmr_odp_chunk(va, len);
 
 		err = softmr_odp_map_and_lock(mr->sdev, odp, va, n, need,
 					      fault);
