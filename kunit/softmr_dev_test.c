@@ -147,20 +147,28 @@ static void softmr_test_query_device(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, a->sys_image_guid, sdev->ibdev.node_guid);
 	KUNIT_EXPECT_NE(test, sdev->ibdev.node_guid, 0);
 	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ALLOW_USER_UNREG);
-	/* nothing that is not implemented is advertised */
-	KUNIT_EXPECT_EQ(test, a->max_qp, 0);
+	KUNIT_EXPECT_EQ(test, a->max_qp, SOFTMR_MAX_QP);
+	KUNIT_EXPECT_EQ(test, a->max_qp_wr, SOFTMR_MAX_QP_WR);
+	KUNIT_EXPECT_EQ(test, a->max_send_sge, SOFTMR_MAX_SGE);
+	KUNIT_EXPECT_EQ(test, a->atomic_cap, IB_ATOMIC_GLOB);
 	KUNIT_EXPECT_EQ(test, a->max_cq, SOFTMR_MAX_CQ);
 	KUNIT_EXPECT_EQ(test, a->max_cqe, SOFTMR_MAX_CQE);
 	KUNIT_EXPECT_EQ(test, a->max_mr, SOFTMR_MAX_MR);
 	KUNIT_EXPECT_EQ(test, a->max_mr_size, SOFTMR_MAX_MR_SIZE);
-	KUNIT_EXPECT_EQ(test, a->max_srq, 0);
+	KUNIT_EXPECT_EQ(test, a->max_srq, SOFTMR_MAX_SRQ);
 	KUNIT_EXPECT_EQ(test, a->odp_caps.general_caps,
 			IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT);
-	/* per transport only once the QP engine performs operations */
-	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.rc_odp_caps, 0);
-	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.ud_odp_caps, 0);
+	/* every operation reaches MRs through the MR access API */
+	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.rc_odp_caps,
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+			IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+			IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV);
+	KUNIT_EXPECT_EQ(test, a->odp_caps.per_transport_caps.ud_odp_caps,
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+			IB_ODP_SUPPORT_SRQ_RECV);
 	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ON_DEMAND_PAGING);
-	KUNIT_EXPECT_EQ(test, a->device_cap_flags, 0);
+	KUNIT_EXPECT_EQ(test, a->device_cap_flags,
+			IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID);
 
 	ib_get_device_fw_str(&sdev->ibdev, fw);
 	KUNIT_EXPECT_STREQ(test, fw, "0.1.0");
@@ -347,36 +355,41 @@ static void softmr_test_pd(struct kunit *test)
 {
 	struct softmr_dev *sdev = softmr_kunit_dev_add(test, "softmr_kt8",
 						       lo());
-	struct ib_pd *pd[3], *kpd;
+	/* ib_core's MAD layer holds a PD (and its DMA MR) for QP1 */
+	int pd_base = atomic_read(&sdev->pd_count);
+	int mr_base = atomic_read(&sdev->mr_count);
 	int saved = sdev->attr.max_pd;
+	struct ib_pd *pd[3], *kpd;
 	int err;
 
+	KUNIT_EXPECT_EQ(test, pd_base, 1);
+	KUNIT_EXPECT_EQ(test, mr_base, 1);
 	pd[0] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_ASSERT_EQ(test, err, 0);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), pd_base + 1);
 
 	/* the device limit is enforced */
-	sdev->attr.max_pd = 2;
+	sdev->attr.max_pd = pd_base + 2;
 	pd[1] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_ASSERT_EQ(test, err, 0);
 	pd[2] = softmr_kunit_pd_alloc(sdev, &err);
 	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
 	KUNIT_EXPECT_NULL(test, pd[2]);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 2);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), pd_base + 2);
 	sdev->attr.max_pd = saved;
 
 	softmr_kunit_pd_free(pd[1]);
 	softmr_kunit_pd_free(pd[0]);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), pd_base);
 
 	/* kernel PDs come with a DMA MR for their local_dma_lkey */
 	kpd = ib_alloc_pd(&sdev->ibdev, 0);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(kpd));
 	KUNIT_EXPECT_NE(test, kpd->local_dma_lkey, 0);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), mr_base + 1);
 	ib_dealloc_pd(kpd);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), 0);
-	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->pd_count), pd_base);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), mr_base);
 }
 
 static struct kunit_case softmr_dev_cases[] = {

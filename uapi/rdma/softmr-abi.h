@@ -133,4 +133,171 @@ struct softmr_create_cq_resp {
 	__u32 num_entries;
 };
 
+/*
+ * Work queues (send queue, receive queue, shared receive queue) are rings
+ * of fixed-size WQEs after a struct softmr_wq_hdr.  The provider writes
+ * WQEs and moves @producer; the kernel copies each WQE once, validates the
+ * copy, executes it and moves @consumer.  The kernel never indexes with
+ * @producer: a value more than the ring size ahead of its own consumer puts
+ * the QP into the error state.
+ */
+
+/**
+ * struct softmr_wq_hdr - head of a work queue ring
+ * @producer: next slot the provider fills; written by the provider only
+ * @pad0: keeps the indices in separate cache lines
+ * @consumer: WQEs the kernel has taken; written by the kernel only
+ * @qp_state: send queue of a QP: its enum ib_qp_state, kept current by the
+ *            kernel (the provider rings the receive doorbell in ERR so
+ *            that new receive WQEs are flushed)
+ * @rnr_waiting: receive queues: set by the kernel while a sender waits for
+ *               a receive WQE here; the provider then rings the receive
+ *               doorbell after posting, so the sender resumes at once
+ * @pad1: padding
+ */
+struct softmr_wq_hdr {
+	__u32 producer;
+	__u32 pad0[15];
+	__u32 consumer;
+	__u32 qp_state;
+	__u32 rnr_waiting;
+	__u32 pad1[13];
+};
+
+#define SOFTMR_WQ_HDR_SIZE	128
+
+/**
+ * struct softmr_sge - a scatter/gather element in a WQE
+ * @addr: first byte (iova of the MR named by @lkey)
+ * @length: bytes
+ * @lkey: local key of the MR
+ */
+struct softmr_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* softmr_send_wqe.flags: the values of IBV_SEND_* / IB_SEND_* */
+enum softmr_send_flags {
+	SOFTMR_SEND_FENCE = 1 << 0,
+	SOFTMR_SEND_SIGNALED = 1 << 1,
+	SOFTMR_SEND_SOLICITED = 1 << 2,
+	SOFTMR_SEND_INLINE = 1 << 3,
+};
+
+#define SOFTMR_SEND_FLAGS_ALL	(SOFTMR_SEND_FENCE | SOFTMR_SEND_SIGNALED | \
+				 SOFTMR_SEND_SOLICITED | SOFTMR_SEND_INLINE)
+
+/**
+ * struct softmr_send_wqe - a send queue entry
+ * @wr_id: returned in the completion
+ * @opcode: enum ib_uverbs_wr_opcode
+ * @flags: enum softmr_send_flags
+ * @num_sge: entries in @sge, or with SOFTMR_SEND_INLINE the bytes of
+ *           inline data that follow the header instead
+ * @imm_data: immediate data, network byte order (…_WITH_IMM)
+ * @wr: operation-specific part
+ * @wr.rdma: RDMA write and read: remote address and key
+ * @wr.atomic: compare-and-swap and fetch-and-add on 8 remote bytes
+ * @wr.ud: UD sends: address handle number, remote QPN and Q_Key
+ * @reserved: zero
+ * @sge: gather list (or inline data) up to the queue's stride
+ */
+struct softmr_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;
+	__u32 flags;
+	__u32 num_sge;
+	__u32 imm_data;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+	} wr;
+	__u32 reserved[2];
+	struct softmr_sge sge[];
+};
+
+#define SOFTMR_SEND_WQE_HDR_SIZE	64
+
+/**
+ * struct softmr_recv_wqe - a receive queue entry
+ * @wr_id: returned in the completion
+ * @num_sge: entries in @sge
+ * @reserved: zero
+ * @sge: scatter list
+ */
+struct softmr_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+	struct softmr_sge sge[];
+};
+
+#define SOFTMR_RECV_WQE_HDR_SIZE	16
+
+/**
+ * struct softmr_wq_info - where a work queue ring is and how it is cut
+ * @mmap_offset: mmap() offset of the ring
+ * @mmap_size: its length in bytes
+ * @num: slots, a power of two
+ * @stride: bytes per WQE, a power of two
+ * @reserved: zero
+ */
+struct softmr_wq_info {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 num;
+	__u32 stride;
+	__u32 reserved;
+};
+
+/**
+ * struct softmr_create_qp_resp - driver part of create_qp
+ * @sq: the send queue
+ * @rq: the receive queue; all zero for a QP on an SRQ
+ * @max_inline: bytes of inline data a send WQE may carry
+ * @reserved: zero
+ */
+struct softmr_create_qp_resp {
+	struct softmr_wq_info sq;
+	struct softmr_wq_info rq;
+	__u32 max_inline;
+	__u32 reserved;
+};
+
+/**
+ * struct softmr_create_srq_resp - driver part of create_srq
+ * @rq: the shared receive queue
+ */
+struct softmr_create_srq_resp {
+	struct softmr_wq_info rq;
+};
+
+/**
+ * struct softmr_create_ah_resp - driver part of create_ah
+ * @ah_num: the number UD send WQEs name the address handle by
+ * @reserved: zero
+ */
+struct softmr_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;
+};
+
 #endif /* SOFTMR_ABI_USER_H */

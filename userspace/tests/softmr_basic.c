@@ -82,9 +82,12 @@ static void check_device(struct ibv_context *ctx)
 	CHECK(!strcmp(dx.orig_attr.fw_ver, "0.1.0"), "fw_ver %s",
 	      dx.orig_attr.fw_ver);
 	CHECK(dx.orig_attr.node_guid != 0, "node_guid");
-	/* honest: nothing that does not exist yet */
-	CHECK(dx.orig_attr.max_qp == 0 && dx.orig_attr.max_srq == 0,
-	      "no QP/SRQ advertised");
+	CHECK(dx.orig_attr.max_qp == 0x10000 && dx.orig_attr.max_srq == 0x4000 &&
+	      dx.orig_attr.max_qp_wr == 0x4000 &&
+	      dx.orig_attr.max_sge == 32 && dx.orig_attr.max_srq_sge == 32,
+	      "QP/SRQ limits: max_qp %d max_srq %d max_qp_wr %d max_sge %d",
+	      dx.orig_attr.max_qp, dx.orig_attr.max_srq,
+	      dx.orig_attr.max_qp_wr, dx.orig_attr.max_sge);
 	CHECK(dx.orig_attr.max_cq == 0x4000 && dx.orig_attr.max_cqe == 0xffff,
 	      "max_cq %d max_cqe %d", dx.orig_attr.max_cq,
 	      dx.orig_attr.max_cqe);
@@ -93,11 +96,15 @@ static void check_device(struct ibv_context *ctx)
 	CHECK(dx.orig_attr.max_mr_size == 1ULL << 46, "max_mr_size");
 	CHECK(dx.odp_caps.general_caps ==
 	      (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT), "ODP general caps");
-	/* no per-transport ODP caps before the QP engine uses ODP MRs */
-	CHECK(dx.odp_caps.per_transport_caps.rc_odp_caps == 0 &&
-	      dx.odp_caps.per_transport_caps.ud_odp_caps == 0,
-	      "no per-transport ODP caps");
-	CHECK(dx.orig_attr.atomic_cap == IBV_ATOMIC_NONE, "no atomics");
+	/* every operation works on ODP MRs */
+	CHECK(dx.odp_caps.per_transport_caps.rc_odp_caps ==
+	      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+	       IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+	       IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV) &&
+	      dx.odp_caps.per_transport_caps.ud_odp_caps ==
+	      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+	       IBV_ODP_SUPPORT_SRQ_RECV), "per-transport ODP caps");
+	CHECK(dx.orig_attr.atomic_cap == IBV_ATOMIC_GLOB, "atomics: GLOB");
 
 	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "query_port");
 	CHECK(pa.state == IBV_PORT_ACTIVE, "port state %d", pa.state);
@@ -126,10 +133,17 @@ static void check_pds(struct ibv_context *ctx)
 	struct ibv_pd *pd[64];
 	struct ibv_qp_init_attr qpa = {};
 	struct ibv_qp *qp;
+	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	char buf[64];
+	uint32_t base;
 	int i, ok = 1;
 
+	/* ib_core's MAD agent (QP1) holds a PD of its own */
+	memset(&resp, 0, sizeof(resp));
+	CHECK(raw_query(ctx, &resp, sizeof(resp), 0, 0, 0, 0) == 0,
+	      "driver query: %s", strerror(errno));
+	base = resp.pd_count;
 	for (i = 0; i < 64; i++) {
 		pd[i] = ibv_alloc_pd(ctx);
 		ok &= pd[i] != NULL;
@@ -138,18 +152,29 @@ static void check_pds(struct ibv_context *ctx)
 	memset(&resp, 0, sizeof(resp));
 	CHECK(raw_query(ctx, &resp, sizeof(resp), 0, 0, 0, 0) == 0,
 	      "driver query: %s", strerror(errno));
-	CHECK(resp.pd_count >= 64, "pd_count %u", resp.pd_count);
+	CHECK(resp.pd_count == base + 64, "pd_count %u (base %u)",
+	      resp.pd_count, base);
 
 	mr = ibv_reg_mr(pd[0], buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr != NULL, "reg_mr: %s", strerror(errno));
 	if (mr)
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg_mr");
-	/* not implemented yet: refused, never faked */
+	/* a QP without CQs is refused; with them it is created */
 	errno = 0;
 	qpa.qp_type = IBV_QPT_RC;
 	qpa.cap.max_send_wr = qpa.cap.max_recv_wr = 1;
 	qp = ibv_create_qp(pd[0], &qpa);
-	CHECK_ERRNO(qp == NULL, EOPNOTSUPP, "create_qp");
+	CHECK_ERRNO(qp == NULL, EINVAL, "create_qp without CQs");
+	cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	CHECK(cq != NULL, "create_cq: %s", strerror(errno));
+	if (cq) {
+		qpa.send_cq = qpa.recv_cq = cq;
+		qp = ibv_create_qp(pd[0], &qpa);
+		CHECK(qp != NULL, "create_qp: %s", strerror(errno));
+		if (qp)
+			CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	}
 
 	for (i = 0; i < 64; i++)
 		if (pd[i])
@@ -157,7 +182,8 @@ static void check_pds(struct ibv_context *ctx)
 	memset(&resp, 0, sizeof(resp));
 	CHECK(raw_query(ctx, &resp, sizeof(resp), 0, 0, 0, 0) == 0,
 	      "driver query");
-	CHECK(resp.pd_count == 0, "pd_count back to %u", resp.pd_count);
+	CHECK(resp.pd_count == base, "pd_count back to %u (base %u)",
+	      resp.pd_count, base);
 }
 
 static void check_driver_ioctl(struct ibv_context *ctx)

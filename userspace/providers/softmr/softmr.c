@@ -484,6 +484,7 @@ static struct verbs_context *softmr_alloc_context(struct ibv_device *ibdev,
 	}
 
 	verbs_set_ops(&ctx->ibv_ctx, &softmr_ctx_ops);
+	verbs_set_ops(&ctx->ibv_ctx, &softmr_qp_ops);
 	return &ctx->ibv_ctx;
 
 err:

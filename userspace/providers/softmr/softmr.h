@@ -8,7 +8,9 @@
 #define SOFTMR_PROVIDER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <infiniband/driver.h>
 #include <rdma/softmr-abi.h>
 
@@ -49,6 +51,56 @@ static inline struct softmr_dm *to_sdm(struct ibv_dm *ibdm)
 {
 	return container_of(ibdm, struct softmr_dm, vdm.dm);
 }
+
+/* A work queue ring the kernel maps: struct softmr_wq_hdr, then WQEs. */
+struct softmr_wq {
+	struct softmr_wq_hdr *hdr;
+	size_t map_size;
+	uint32_t num;		/* slots, a power of two */
+	uint32_t stride;	/* bytes per WQE */
+	uint32_t max_sge;
+	uint32_t prod;		/* our producer index */
+	pthread_spinlock_t lock;
+};
+
+struct softmr_qp {
+	struct verbs_qp vqp;
+	struct softmr_wq sq;
+	struct softmr_wq rq;
+	uint32_t max_inline;
+	/* ibv_wr_* state, under sq.lock between wr_start and wr_complete */
+	uint32_t wr_prod;
+	int wr_err;
+	struct softmr_send_wqe *wr_cur;
+};
+
+static inline struct softmr_qp *to_sqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct softmr_qp, vqp.qp);
+}
+
+struct softmr_srq {
+	struct verbs_srq vsrq;
+	struct softmr_wq rq;
+};
+
+static inline struct softmr_srq *to_ssrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct softmr_srq, vsrq.srq);
+}
+
+struct softmr_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t num;		/* the kernel's AH number */
+};
+
+static inline struct softmr_ah *to_sah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct softmr_ah, ibv_ah);
+}
+
+/* softmr_qp.c */
+extern const struct verbs_context_ops softmr_qp_ops;
 
 static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
 {

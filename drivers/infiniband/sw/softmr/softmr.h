@@ -38,6 +38,18 @@
 #define SOFTMR_MAX_CQ		0x4000
 #define SOFTMR_MAX_CQE		0xffff
 #define SOFTMR_MAX_MR_SIZE	BIT_ULL(46)	/* 64 TiB */
+#define SOFTMR_MAX_QP		0x10000
+#define SOFTMR_MAX_QP_WR	0x4000
+#define SOFTMR_MAX_SGE		32
+#define SOFTMR_MAX_INLINE	512
+#define SOFTMR_MAX_SRQ		0x4000
+#define SOFTMR_MAX_SRQ_WR	0x4000
+#define SOFTMR_MAX_AH		0x10000
+#define SOFTMR_MAX_RD_ATOM	128
+#define SOFTMR_MAX_MSG_SZ	0x80000000U	/* 2 GiB */
+/* QP numbers: 1 is the GSI QP of each device, others from this range */
+#define SOFTMR_QPN_MIN		0x10
+#define SOFTMR_QPN_MAX		0xffffff
 /* MR keys: index << 8 | key; index 0 is never used */
 #define SOFTMR_MR_INDEX_BITS	24
 #define SOFTMR_MR_KEY_BITS	8
@@ -63,6 +75,12 @@ enum softmr_counter {
 	SOFTMR_CNT_DM_FREES,
 	SOFTMR_CNT_DM_BYTES,		/* in use now */
 	SOFTMR_CNT_DM_MRS,
+	SOFTMR_CNT_SEND_WQES,
+	SOFTMR_CNT_RECV_WQES,
+	SOFTMR_CNT_TX_BYTES,
+	SOFTMR_CNT_RNR_WAITS,
+	SOFTMR_CNT_ERR_COMPLETIONS,
+	SOFTMR_CNT_UD_DROPS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -82,6 +100,13 @@ enum softmr_counter {
  * @mr_next: next index tried by the cyclic allocator
  * @mr_count: MRs registered now
  * @cq_count: CQs allocated now
+ * @qp_xa: QPs by QP number (1: the GSI QP); lookups take a reference
+ * @qp_next: next QP number tried by the cyclic allocator
+ * @qp_count: QPs now
+ * @srq_count: SRQs now
+ * @ah_xa: address vectors by AH number, RCU
+ * @ah_next: next AH number tried
+ * @ah_count: AHs now
  * @counters: enum softmr_counter
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
  * @dm_mem: device memory, vmalloc_user()
@@ -105,6 +130,14 @@ struct softmr_dev {
 	u32 mr_next;
 	atomic_t mr_count;
 	atomic_t cq_count;
+
+	struct xarray qp_xa;
+	u32 qp_next;
+	atomic_t qp_count;
+	atomic_t srq_count;
+	struct xarray ah_xa;
+	u32 ah_next;
+	atomic_t ah_count;
 
 	atomic64_t counters[SOFTMR_NUM_COUNTERS];
 
@@ -250,6 +283,181 @@ static inline struct softmr_cq *to_scq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct softmr_cq, ibcq);
 }
 
+struct softmr_req;
+
+/**
+ * struct softmr_sgl - the MRs a WQE's SGEs name, looked up and checked
+ * @num: entries
+ * @len: total bytes
+ * @mr: the MRs, referenced
+ * @sge: the SGEs (zero-length ones left out)
+ */
+struct softmr_sgl {
+	u32 num;
+	u64 len;
+	struct softmr_mr *mr[SOFTMR_MAX_SGE];
+	struct softmr_sge sge[SOFTMR_MAX_SGE];
+};
+
+/**
+ * struct softmr_wq - a work queue ring (send, receive or shared receive)
+ * @hdr: struct softmr_wq_hdr, then @num WQEs of @stride bytes
+ * @bytes: length of the vmalloc_user() area
+ * @num: slots, a power of two
+ * @stride: bytes per WQE, a power of two
+ * @max_sge: SGEs a WQE may carry
+ * @cons: the kernel's consumer index: next WQE to take
+ * @prod: kernel queues: the producer index of the post verbs
+ * @post_lock: kernel queues: serialises the post verbs
+ * @lock: the consumer side: WQEs are taken and executed under it
+ * @wqe: copy of the WQE being executed (under @lock)
+ * @sgl: scratch SG list of the consumer (under @lock)
+ * @is_user: the ring is mapped by a user context
+ * @mmap_entry: user rings: the mmap entry
+ */
+struct softmr_wq {
+	struct softmr_wq_hdr *hdr;
+	size_t bytes;
+	u32 num;
+	u32 stride;
+	u32 max_sge;
+	u32 cons;
+	u32 prod;
+	spinlock_t post_lock;		/* kernel producers */
+	struct mutex lock;		/* consumer */
+	void *wqe;
+	struct softmr_sgl *sgl;
+	bool is_user;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+/**
+ * struct softmr_srq - a shared receive queue
+ * @ibsrq: the ib_core SRQ
+ * @rq: its ring
+ * @limit: armed limit (IB_SRQ_LIMIT), 0 when not armed; under @rq.lock
+ */
+struct softmr_srq {
+	struct ib_srq ibsrq;
+	struct softmr_wq rq;
+	u32 limit;
+};
+
+static inline struct softmr_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct softmr_srq, ibsrq);
+}
+
+/**
+ * struct softmr_av - where a UD send or an RC connection goes
+ * @dgid: destination GID
+ * @sgid: source GID (reported to the receiver in the GRH)
+ * @gid_type: enum ib_gid_type of the source GID
+ * @sgid_index: its index
+ * @traffic_class: GRH traffic class
+ * @hop_limit: GRH hop limit
+ * @flow_label: GRH flow label
+ * @pd: protection domain of the AH (UD sends must match)
+ * @rcu: freed after concurrent lookups
+ */
+struct softmr_av {
+	union ib_gid dgid;
+	union ib_gid sgid;
+	enum ib_gid_type gid_type;
+	u8 sgid_index;
+	u8 traffic_class;
+	u8 hop_limit;
+	u32 flow_label;
+	struct ib_pd *pd;
+	struct rcu_head rcu;
+};
+
+/**
+ * struct softmr_ah - an address handle
+ * @ibah: the ib_core AH
+ * @av: its address vector, reachable by @num
+ * @num: number UD WQEs name it by
+ */
+struct softmr_ah {
+	struct ib_ah ibah;
+	struct softmr_av *av;
+	u32 num;
+};
+
+static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct softmr_ah, ibah);
+}
+
+/**
+ * struct softmr_qp - a queue pair
+ * @ibqp: the ib_core QP
+ * @sdev: the device
+ * @users: references: one for the QP number, one per engine lookup
+ * @released: completed when @users drops to zero
+ * @sq: send queue
+ * @rq: receive queue (unused with an SRQ)
+ * @srq: the SRQ, or NULL
+ * @state_lock: guards @state, @attr and @av
+ * @state: enum ib_qp_state; read by the engine with READ_ONCE()
+ * @attr: the attributes modify_qp set (query_qp, the engine)
+ * @av: RC: the destination (from the AV given at RTR)
+ * @max_inline: inline bytes a send WQE may carry
+ * @sig_all: every send WQE completes
+ * @is_user: created by a user context
+ * @dying: being destroyed: no more work is queued
+ * @rnr_left: RNR retries left for the WQE at the head of the SQ
+ * @rnr_wq: the receive queue an RNR wait is for (compared only)
+ * @rnr_entry: entry in the list of QPs in an RNR wait
+ * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
+ * @req: the engine's state for the WQE being executed (under sq.lock)
+ */
+struct softmr_qp {
+	struct ib_qp ibqp;
+	struct softmr_dev *sdev;
+	refcount_t users;
+	struct completion released;
+	struct softmr_wq sq;
+	struct softmr_wq rq;
+	struct softmr_srq *srq;
+	spinlock_t state_lock;		/* state, attr, av */
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;
+	struct softmr_av av;
+	u32 max_inline;
+	bool sig_all;
+	bool is_user;
+	bool dying;
+	int rnr_left;
+	struct softmr_wq *rnr_wq;
+	struct list_head rnr_entry;
+	struct delayed_work sq_work;
+	struct softmr_req *req;
+};
+
+static inline struct softmr_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct softmr_qp, ibqp);
+}
+
+struct softmr_odp_child;
+
+/**
+ * struct softmr_span - part of an MR held accessible for a transfer
+ * @mr: the MR
+ * @odp: ODP: the umem whose umem_mutex guards the pages, else NULL
+ * @child: implicit ODP: the child in use
+ * @va_off: ODP: user virtual address minus iova
+ * @need: ODP: dma_list permission bits the access needs
+ */
+struct softmr_span {
+	struct softmr_mr *mr;
+	struct ib_umem_odp *odp;
+	struct softmr_odp_child *child;
+	u64 va_off;
+	u64 need;
+};
+
 /* Direction of a copy through the MR access API. */
 enum softmr_copy_dir {
 	SOFTMR_FROM_MR,		/* read the MR into a buffer */
@@ -279,6 +487,8 @@ static inline struct softmr_pd *to_spd(struct ib_pd *ibpd)
 /* softmr_dev.c: device creation, registration and netdev tracking */
 int softmr_dev_add(const char *name, struct net_device *ndev);
 struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev);
+struct softmr_dev *softmr_dev_get_by_gid(const union ib_gid *gid);
+struct softmr_dev *softmr_dev_try_get(struct softmr_dev *sdev, u32 index);
 void softmr_dev_unregister_all(void);
 void softmr_dealloc_driver(struct ib_device *ibdev);
 void softmr_port_update(struct softmr_dev *sdev);
@@ -307,6 +517,90 @@ struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
 void softmr_mr_put(struct softmr_mr *mr);
 void softmr_mr_init_dev(struct softmr_dev *sdev);
 int softmr_check_access_flags(int access);
+
+/* softmr_wq.c: work queue rings shared by QPs and SRQs */
+int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
+		   u32 hdr_size, struct ib_udata *udata,
+		   struct softmr_wq_info *info);
+void softmr_wq_cleanup(struct softmr_wq *wq);
+int softmr_wq_pending(struct softmr_wq *wq, u32 *count);
+void *softmr_wq_take(struct softmr_wq *wq);
+void softmr_wq_consume(struct softmr_wq *wq);
+void *softmr_wq_slot(struct softmr_wq *wq, u32 index);
+int softmr_post_recv_kernel(struct softmr_wq *wq, const struct ib_recv_wr *wr,
+			    const struct ib_recv_wr **bad_wr);
+
+/* softmr_qp.c: QPs and their state machine */
+int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		     struct ib_udata *udata);
+int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		     int mask, struct ib_udata *udata);
+int softmr_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init);
+int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+struct softmr_qp *softmr_qp_get(struct softmr_dev *sdev, u32 qpn);
+void softmr_qp_put(struct softmr_qp *qp);
+void softmr_qp_set_error(struct softmr_qp *qp);
+void softmr_qp_init_dev(struct softmr_dev *sdev);
+
+/* softmr_srq.c: shared receive queues */
+int softmr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		      struct ib_udata *udata);
+int softmr_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int softmr_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int softmr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int softmr_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
+void softmr_srq_check_limit(struct softmr_srq *srq);
+
+/* softmr_ah.c: address handles */
+int softmr_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		     struct ib_udata *udata);
+int softmr_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
+int softmr_destroy_ah(struct ib_ah *ibah, u32 flags);
+int softmr_av_from_attr(struct softmr_av *av, const struct rdma_ah_attr *attr);
+bool softmr_av_lookup(struct softmr_dev *sdev, u32 num, struct ib_pd *pd,
+		      struct softmr_av *av);
+
+/* softmr_engine.c: executes WQEs */
+int softmr_engine_init(void);
+void softmr_engine_exit(void);
+int softmr_engine_qp_init(struct softmr_qp *qp);
+void softmr_engine_qp_cleanup(struct softmr_qp *qp);
+void softmr_qp_run(struct softmr_qp *qp);
+void softmr_qp_kick(struct softmr_qp *qp);
+void softmr_sq_work(struct work_struct *work);
+void softmr_rq_flush(struct softmr_qp *qp);
+void softmr_rnr_wake(struct softmr_wq *wq);
+void softmr_rnr_forget(struct softmr_qp *qp);
+int softmr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int softmr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+
+/* softmr_loopback.c: the transport: reach QPs of softmr devices here */
+
+/**
+ * struct softmr_xport_hint - the device a GID resolved to last time
+ * @dgid: the GID
+ * @sdev: the device then (compared, not followed)
+ * @index: its ib_device index then
+ */
+struct softmr_xport_hint {
+	union ib_gid dgid;
+	struct softmr_dev *sdev;
+	u32 index;
+};
+
+struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
+				       const union ib_gid *dgid, u32 qpn);
+
+/* softmr_xfer.c: MR to MR copies and atomics */
+int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
+		   u64 siova, u64 len);
+int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
+		     u64 compare_add, u64 swap, u64 *orig);
 
 /* softmr_dm.c: device memory */
 extern const struct uapi_definition softmr_dm_defs[];
@@ -342,6 +636,13 @@ int softmr_advise_mr(struct ib_pd *ibpd,
 int softmr_odp_wq_init(void);
 void softmr_odp_wq_destroy(void);
 void softmr_odp_flush(void);
+int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
+			bool write);
+bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,
+			  unsigned int subclass);
+bool softmr_odp_mapped_span(struct softmr_span *s, u64 iova, u64 len);
+struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova);
+void softmr_odp_span_put(struct softmr_span *s);
 
 /* softmr_stats.c: counters and restrack details */
 struct rdma_hw_stats *softmr_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -249,6 +249,11 @@ static void softmr_wc_from_uverbs(struct ib_wc *wc,
 	wc->qp = qp;
 	wc->src_qp = uwc->src_qp;
 	wc->wc_flags = uwc->wc_flags;
+	if (wc->wc_flags & IB_WC_GRH) {
+		/* the engine passes the GRH's kind in the spare byte */
+		wc->network_hdr_type = uwc->reserved;
+		wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+	}
 	wc->pkey_index = uwc->pkey_index;
 	wc->slid = uwc->slid;
 	wc->sl = uwc->sl;

@@ -35,14 +35,79 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
 {
 	struct softmr_dev *sdev, *found = NULL;
 
-	spin_lock(&softmr_dev_list_lock);
+	spin_lock_irq(&softmr_dev_list_lock);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
 		if (sdev->ndev == ndev && ib_device_try_get(&sdev->ibdev)) {
 			found = sdev;
 			break;
 		}
 	}
-	spin_unlock(&softmr_dev_list_lock);
+	spin_unlock_irq(&softmr_dev_list_lock);
+	return found;
+}
+
+/**
+ * softmr_dev_try_get() - reference a device known by pointer and index
+ * @sdev: a device pointer remembered earlier (maybe gone since)
+ * @index: its ib_device index then
+ *
+ * The pointer is only compared with the live devices, never followed
+ * unless found among them.
+ *
+ * Return: @sdev with a reference held, or NULL.
+ */
+struct softmr_dev *softmr_dev_try_get(struct softmr_dev *sdev, u32 index)
+{
+	struct softmr_dev *d, *found = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&softmr_dev_list_lock, flags);
+	list_for_each_entry(d, &softmr_dev_list, list) {
+		if (d == sdev && d->ibdev.index == index &&
+		    ib_device_try_get(&d->ibdev)) {
+			found = d;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&softmr_dev_list_lock, flags);
+	return found;
+}
+
+/**
+ * softmr_dev_get_by_gid() - find the softmr device that owns a GID
+ * @gid: the GID (RoCE v2 or v1)
+ *
+ * Callable in atomic context.
+ *
+ * Return: the device with a reference held (release with ib_device_put()),
+ * or NULL.
+ */
+struct softmr_dev *softmr_dev_get_by_gid(const union ib_gid *gid)
+{
+	static const enum ib_gid_type types[] = {
+		IB_GID_TYPE_ROCE_UDP_ENCAP, IB_GID_TYPE_ROCE,
+	};
+	struct softmr_dev *sdev, *found = NULL;
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(&softmr_dev_list_lock, flags);
+	list_for_each_entry(sdev, &softmr_dev_list, list) {
+		for (i = 0; i < ARRAY_SIZE(types) && !found; i++) {
+			const struct ib_gid_attr *attr;
+
+			attr = rdma_find_gid_by_port(&sdev->ibdev, gid, types[i],
+						     1, NULL);
+			if (IS_ERR(attr))
+				continue;
+			rdma_put_gid_attr(attr);
+			if (ib_device_try_get(&sdev->ibdev))
+				found = sdev;
+		}
+		if (found)
+			break;
+	}
+	spin_unlock_irqrestore(&softmr_dev_list_lock, flags);
 	return found;
 }
 
@@ -158,13 +223,36 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	attr->max_cq = SOFTMR_MAX_CQ;
 	attr->max_cqe = SOFTMR_MAX_CQE;
 	attr->max_mr_size = SOFTMR_MAX_MR_SIZE;
+	attr->max_qp = SOFTMR_MAX_QP;
+	attr->max_qp_wr = SOFTMR_MAX_QP_WR;
+	attr->max_send_sge = SOFTMR_MAX_SGE;
+	attr->max_recv_sge = SOFTMR_MAX_SGE;
+	attr->max_sge_rd = SOFTMR_MAX_SGE;
+	attr->max_srq = SOFTMR_MAX_SRQ;
+	attr->max_srq_wr = SOFTMR_MAX_SRQ_WR;
+	attr->max_srq_sge = SOFTMR_MAX_SGE;
+	attr->max_ah = SOFTMR_MAX_AH;
+	attr->max_qp_rd_atom = SOFTMR_MAX_RD_ATOM;
+	attr->max_qp_init_rd_atom = SOFTMR_MAX_RD_ATOM;
+	attr->max_res_rd_atom = SOFTMR_MAX_RD_ATOM * SOFTMR_MAX_QP;
+	/* atomics are CPU atomics on the memory: global */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_SYS_IMAGE_GUID;
 	/*
-	 * ODP: MRs fault on access; per-transport caps stay clear until the
-	 * QP engine performs operations on ODP MRs.
+	 * ODP: MRs fault on access, and the engine reaches every MR through
+	 * the MR access API, so every RC and UD operation works on ODP MRs.
 	 */
 	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	attr->odp_caps.general_caps = IB_ODP_SUPPORT |
 				      IB_ODP_SUPPORT_IMPLICIT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.ud_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_SRQ_RECV;
 	attr->max_pkeys = SOFTMR_PKEY_TBL_LEN;
 }
 
@@ -195,6 +283,7 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	spin_lock_init(&sdev->port_lock);
 	sdev->port_state = IB_PORT_NOP;
 	softmr_mr_init_dev(sdev);
+	softmr_qp_init_dev(sdev);
 
 	sdev->status = vmalloc_user(PAGE_SIZE);
 	if (!sdev->status)
@@ -220,6 +309,10 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	ibdev->driver_def = softmr_uapi_defs;
 	/* arming goes through the kernel; user CQs are polled in user space */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	/* doorbells: a POST_SEND/POST_RECV/POST_SRQ_RECV with no WRs */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV);
 	strscpy(ibdev->node_desc, "softmr", sizeof(ibdev->node_desc));
 	softmr_init_guid(sdev, ndev);
 	softmr_init_attr(sdev);
@@ -241,13 +334,17 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 {
 	struct softmr_dev *sdev = to_sdev(ibdev);
 
-	spin_lock(&softmr_dev_list_lock);
+	spin_lock_irq(&softmr_dev_list_lock);
 	list_del_init(&sdev->list);
-	spin_unlock(&softmr_dev_list_lock);
+	spin_unlock_irq(&softmr_dev_list_lock);
 
 	WARN_ON(atomic_read(&sdev->pd_count));
 	WARN_ON(!xa_empty(&sdev->mr_xa));
 	xa_destroy(&sdev->mr_xa);
+	WARN_ON(!xa_empty(&sdev->qp_xa));
+	xa_destroy(&sdev->qp_xa);
+	WARN_ON(!xa_empty(&sdev->ah_xa));
+	xa_destroy(&sdev->ah_xa);
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	if (sdev->pdev)
@@ -311,9 +408,9 @@ int softmr_dev_add(const char *name, struct net_device *ndev)
 		goto dealloc;
 	}
 
-	spin_lock(&softmr_dev_list_lock);
+	spin_lock_irq(&softmr_dev_list_lock);
 	list_add_tail(&sdev->list, &softmr_dev_list);
-	spin_unlock(&softmr_dev_list_lock);
+	spin_unlock_irq(&softmr_dev_list_lock);
 	softmr_port_update(sdev);
 	mutex_unlock(&softmr_add_mutex);
 	return 0;
@@ -340,14 +437,14 @@ void softmr_dev_unregister_all(void)
 	struct softmr_dev *sdev;
 
 	for (;;) {
-		spin_lock(&softmr_dev_list_lock);
+		spin_lock_irq(&softmr_dev_list_lock);
 		sdev = list_first_entry_or_null(&softmr_dev_list,
 						struct softmr_dev, list);
 		if (sdev) {
 			list_del_init(&sdev->list);
 			get_device(&sdev->ibdev.dev);
 		}
-		spin_unlock(&softmr_dev_list_lock);
+		spin_unlock_irq(&softmr_dev_list_lock);
 		if (!sdev)
 			break;
 		ib_unregister_device(&sdev->ibdev);

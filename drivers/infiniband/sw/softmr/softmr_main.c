@@ -30,13 +30,20 @@ static int __init softmr_init(void)
 	err = softmr_odp_wq_init();
 	if (err)
 		return err;
+	err = softmr_engine_init();
+	if (err)
+		goto err_odp;
 	err = register_netdevice_notifier(&softmr_netdev_nb);
-	if (err) {
-		softmr_odp_wq_destroy();
-		return err;
-	}
+	if (err)
+		goto err_engine;
 	rdma_link_register(&softmr_link_ops);
 	return 0;
+
+err_engine:
+	softmr_engine_exit();
+err_odp:
+	softmr_odp_wq_destroy();
+	return err;
 }
 
 static void __exit softmr_exit(void)
@@ -44,6 +51,7 @@ static void __exit softmr_exit(void)
 	rdma_link_unregister(&softmr_link_ops);
 	softmr_dev_unregister_all();
 	unregister_netdevice_notifier(&softmr_netdev_nb);
+	softmr_engine_exit();
 	softmr_odp_wq_destroy();
 }
 

@@ -365,6 +365,113 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 	return 0;
 }
 
+/**
+ * softmr_odp_span_get() - fault in the ODP piece of a transfer
+ * @s: the span; @s->mr is set by the caller
+ * @iova: first byte
+ * @len: in: bytes wanted; out: bytes this span covers (up to a chunk)
+ * @write: the transfer writes the memory
+ *
+ * Faults the pages in without holding any lock afterwards and takes the
+ * implicit child, so that softmr_odp_span_lock() can later hold the umem
+ * together with another one.  Release with softmr_odp_span_put().
+ *
+ * Return: 0 or a negative errno (-EFAULT for memory not in the mm).
+ */
+int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
+			bool write)
+{
+	struct softmr_mr *mr = s->mr;
+	u64 va = mr->kind == SOFTMR_MR_IMPLICIT ? iova :
+		 mr->va + (iova - mr->iova);
+	u64 n = softmr_odp_chunk(va, *len);
+	int err;
+
+	s->need = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	s->va_off = va - iova;
+	if (mr->kind == SOFTMR_MR_IMPLICIT) {
+		/* chunks are aligned, so one never crosses a child */
+		s->child = softmr_odp_child_get(mr, va);
+		if (IS_ERR(s->child)) {
+			err = PTR_ERR(s->child);
+			s->child = NULL;
+			return err;
+		}
+		s->odp = s->child->odp;
+	} else {
+		s->odp = mr->odp;
+	}
+	err = softmr_odp_map_and_lock(mr->sdev, s->odp, va, n, s->need, true);
+	if (err) {
+		softmr_odp_span_put(s);
+		return err;
+	}
+	mutex_unlock(&s->odp->umem_mutex);
+	*len = n;
+	return 0;
+}
+
+/**
+ * softmr_odp_span_lock() - hold a faulted span valid
+ * @s: the span
+ * @iova: first byte
+ * @len: bytes
+ * @subclass: lockdep subclass (the second of two umems is nested)
+ *
+ * Return: true with umem_mutex held when every page is still mapped; false
+ * (nothing held) when an invalidation came in between: fault again.
+ */
+bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,
+			  unsigned int subclass)
+{
+	mutex_lock_nested(&s->odp->umem_mutex, subclass);
+	if (softmr_odp_mapped(s->odp, iova + s->va_off, len, s->need))
+		return true;
+	mutex_unlock(&s->odp->umem_mutex);
+	return false;
+}
+
+/**
+ * softmr_odp_mapped_span() - is a span's range still mapped?
+ * @s: the span, its umem_mutex held
+ * @iova: first byte
+ * @len: bytes
+ *
+ * Return: true when every page is mapped with the span's permission.
+ */
+bool softmr_odp_mapped_span(struct softmr_span *s, u64 iova, u64 len)
+{
+	return softmr_odp_mapped(s->odp, iova + s->va_off, len, s->need);
+}
+
+/**
+ * softmr_odp_span_page() - the page behind an iova of a locked span
+ * @s: the span, locked
+ * @iova: the byte
+ *
+ * Return: the page.
+ */
+struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova)
+{
+	u64 va = iova + s->va_off;
+	unsigned long idx = (va - ib_umem_start(s->odp)) >> PAGE_SHIFT;
+
+	lockdep_assert_held(&s->odp->umem_mutex);
+	return hmm_pfn_to_page(s->odp->pfn_list[idx]);
+}
+
+/**
+ * softmr_odp_span_put() - release what softmr_odp_span_get() took
+ * @s: the span, unlocked
+ */
+void softmr_odp_span_put(struct softmr_span *s)
+{
+	if (s->child)
+		softmr_odp_child_put(s->child);
+	s->child = NULL;
+	s->odp = NULL;
+}
+
 /* Run @fn on each implicit child chunk of [va, va + len). */
 static int softmr_implicit_for_each(struct softmr_mr *mr, u64 va, u64 len,
 				    int (*fn)(struct softmr_mr *mr,

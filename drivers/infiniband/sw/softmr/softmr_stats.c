@@ -24,6 +24,12 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_DM_FREES].name = "dm_frees",
 	[SOFTMR_CNT_DM_BYTES].name = "dm_bytes_in_use",
 	[SOFTMR_CNT_DM_MRS].name = "dm_mr_registrations",
+	[SOFTMR_CNT_SEND_WQES].name = "send_wqes",
+	[SOFTMR_CNT_RECV_WQES].name = "recv_wqes",
+	[SOFTMR_CNT_TX_BYTES].name = "tx_bytes",
+	[SOFTMR_CNT_RNR_WAITS].name = "rnr_waits",
+	[SOFTMR_CNT_ERR_COMPLETIONS].name = "error_completions",
+	[SOFTMR_CNT_UD_DROPS].name = "ud_drops",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -5,6 +5,7 @@
  */
 
 #include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "softmr.h"
@@ -41,8 +42,8 @@ static int softmr_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->active_mtu = min(ib_mtu_int_to_enum(READ_ONCE(sdev->ndev->mtu)),
 			       IB_MTU_4096);
 	attr->gid_tbl_len = SOFTMR_GID_TBL_LEN;
-	attr->port_cap_flags = 0;
-	attr->max_msg_sz = 0;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = SOFTMR_MAX_MSG_SZ;
 	attr->bad_pkey_cntr = 0;
 	attr->qkey_viol_cntr = 0;
 	attr->pkey_tbl_len = SOFTMR_PKEY_TBL_LEN;
@@ -67,11 +68,12 @@ static int softmr_get_port_immutable(struct ib_device *ibdev, u32 port_num,
 	int err;
 
 	/*
-	 * RoCE v1 and v2 GIDs from the netdev.  The MAD and CM capabilities
-	 * (QP1) are added with the QP engine; without QPs they cannot work.
+	 * RoCE v1 and v2 GIDs from the netdev; MADs and the CM through the
+	 * GSI QP (QP1), which the engine runs like a UD QP.
 	 */
-	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE |
-				    RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE |
+				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	err = ib_query_port(ibdev, port_num, &attr);
 	if (err)
 		return err;
@@ -167,6 +169,21 @@ const struct ib_device_ops softmr_dev_ops = {
 	.alloc_pd = softmr_alloc_pd,
 	.create_cq = softmr_create_cq,
 	.alloc_ucontext = softmr_alloc_ucontext,
+	.create_ah = softmr_create_ah,
+	.create_qp = softmr_create_qp,
+	.create_srq = softmr_create_srq,
+	.create_user_ah = softmr_create_ah,
+	.destroy_ah = softmr_destroy_ah,
+	.destroy_qp = softmr_destroy_qp,
+	.destroy_srq = softmr_destroy_srq,
+	.modify_qp = softmr_modify_qp,
+	.modify_srq = softmr_modify_srq,
+	.post_recv = softmr_post_recv,
+	.post_send = softmr_post_send,
+	.post_srq_recv = softmr_post_srq_recv,
+	.query_ah = softmr_query_ah,
+	.query_qp = softmr_query_qp,
+	.query_srq = softmr_query_srq,
 	.dealloc_dm = softmr_dealloc_dm,
 	.dealloc_driver = softmr_dealloc_driver,
 	.dealloc_pd = softmr_dealloc_pd,
@@ -192,7 +209,10 @@ const struct ib_device_ops softmr_dev_ops = {
 	.rereg_user_mr = softmr_rereg_user_mr,
 	.resize_cq = softmr_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, softmr_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, softmr_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_qp, softmr_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, softmr_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, softmr_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, softmr_ucontext, ibuc),
 };

@@ -1,0 +1,1098 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The QP engine: takes send WQEs, executes them against the peer QP and
+ * writes completions.
+ *
+ * Where it runs: a user QP's send queue is run by the POST_SEND doorbell,
+ * in the posting thread, until the queue is empty (bounded per call); a
+ * kernel QP's (whose post verbs may be called in atomic context) by a work
+ * item.  The work item also runs flushes and RNR retries.  The responder
+ * side needs no thread of its own: the requester's context consumes the
+ * peer's receive WQE, copies the data once from the source MR to the
+ * destination MR (softmr_mr_xfer()) and writes the peer's completion.
+ *
+ * Ordering: one QP's send queue runs under sq.lock, WQE after WQE, each to
+ * completion before the next starts, so operations complete in order and a
+ * fence is always satisfied.  A receive queue is consumed under its own
+ * lock, taken after the sender's sq.lock (the only nesting).
+ *
+ * Every WQE is copied out of the ring once (softmr_wq_take()) and only the
+ * copy is validated and executed.
+ */
+
+#include <linux/ip.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <net/checksum.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_pack.h>
+
+#include "softmr.h"
+
+/* Bytes of GRH at the start of every UD receive buffer. */
+#define SOFTMR_GRH_BYTES	40
+
+/* Not an ib_wc_status: the peer has no receive WQE, wait and retry. */
+#define SOFTMR_RNR		(-1)
+
+static struct workqueue_struct *softmr_engine_wq;
+static LIST_HEAD(softmr_rnr_list);
+static DEFINE_SPINLOCK(softmr_rnr_lock);
+
+/* IB RNR NAK timer field (0..31) in microseconds. */
+static const u32 softmr_rnr_usecs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+int softmr_engine_init(void)
+{
+	softmr_engine_wq = alloc_workqueue("softmr_engine",
+					   WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return softmr_engine_wq ? 0 : -ENOMEM;
+}
+
+void softmr_engine_exit(void)
+{
+	destroy_workqueue(softmr_engine_wq);
+}
+
+static void softmr_sgl_release(struct softmr_sgl *sgl)
+{
+	while (sgl->num)
+		softmr_mr_put(sgl->mr[--sgl->num]);
+	sgl->len = 0;
+}
+
+/*
+ * Look up and check the SGEs of a WQE: every key must name an MR of @pd on
+ * @sdev that allows @access over the SGE's range.
+ */
+static enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
+					    struct ib_pd *pd,
+					    const struct softmr_sge *sge,
+					    u32 num, int access,
+					    struct softmr_sgl *sgl)
+{
+	u32 i;
+
+	sgl->num = 0;
+	sgl->len = 0;
+	for (i = 0; i < num; i++) {
+		struct softmr_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		mr = softmr_mr_get(sdev, sge[i].lkey);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		sgl->mr[sgl->num] = mr;
+		sgl->sge[sgl->num++] = sge[i];
+		if (mr->ibmr.pd != pd ||
+		    softmr_mr_check(mr, sge[i].addr, sge[i].length, access))
+			return IB_WC_LOC_PROT_ERR;
+		sgl->len += sge[i].length;
+		if (sgl->len > SOFTMR_MAX_MSG_SZ)
+			return IB_WC_LOC_LEN_ERR;
+	}
+	return IB_WC_SUCCESS;
+}
+
+/* A position in an SG list. */
+struct softmr_cursor {
+	struct softmr_sgl *sgl;
+	u32 i;
+	u64 off;
+};
+
+static void softmr_cursor_skip(struct softmr_cursor *c)
+{
+	while (c->i < c->sgl->num && c->off == c->sgl->sge[c->i].length) {
+		c->i++;
+		c->off = 0;
+	}
+}
+
+/*
+ * Copy @len bytes to the SG list at @d from the SG list at @s or, when
+ * @buf is not NULL, from that kernel buffer.  @daccess is the permission
+ * the destination was checked for.
+ *
+ * Return: 0, -EFAULT when the source failed, -ENXIO when the destination
+ * failed (ODP memory gone from its mm).
+ */
+static int softmr_cursor_copy(struct softmr_cursor *d, struct softmr_cursor *s,
+			      const void *buf, u64 len, int daccess)
+{
+	while (len) {
+		struct softmr_mr *dmr;
+		u64 diova, n;
+		int err;
+
+		softmr_cursor_skip(d);
+		if (d->i >= d->sgl->num)
+			return -ENXIO;
+		dmr = d->sgl->mr[d->i];
+		diova = d->sgl->sge[d->i].addr + d->off;
+		n = min_t(u64, len, d->sgl->sge[d->i].length - d->off);
+		if (buf) {
+			err = softmr_mr_copy(dmr, diova, (void *)buf, n,
+					     SOFTMR_TO_MR, daccess);
+			if (err)
+				return -ENXIO;
+			buf += n;
+		} else {
+			struct softmr_mr *smr;
+			u64 siova;
+
+			softmr_cursor_skip(s);
+			if (s->i >= s->sgl->num)
+				return -EFAULT;
+			smr = s->sgl->mr[s->i];
+			siova = s->sgl->sge[s->i].addr + s->off;
+			n = min_t(u64, n, s->sgl->sge[s->i].length - s->off);
+			err = softmr_mr_xfer(dmr, diova, smr, siova, n);
+			if (err)
+				return err;
+			s->off += n;
+		}
+		d->off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * struct softmr_req - one send WQE being executed
+ * @qp: the requester
+ * @wqe: the copy of the WQE
+ * @local: its gather (or, for reads and atomics, scatter) list
+ * @inl: inline data, or NULL
+ * @len: message length
+ * @peer: the responder QP, referenced
+ * @av: where the message goes (the AH's or, for RC, the QP's)
+ * @hint: the device the last destination GID resolved to
+ */
+struct softmr_req {
+	struct softmr_qp *qp;
+	struct softmr_send_wqe *wqe;
+	struct softmr_sgl local;
+	const void *inl;
+	u64 len;
+	struct softmr_qp *peer;
+	struct softmr_av av;
+	struct softmr_xport_hint hint;
+};
+
+static struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp)
+{
+	return qp->srq ? &qp->srq->rq : &qp->rq;
+}
+
+static bool softmr_qp_receives(struct softmr_qp *qp)
+{
+	enum ib_qp_state s = READ_ONCE(qp->state);
+
+	return s == IB_QPS_RTR || s == IB_QPS_RTS || s == IB_QPS_SQD ||
+	       s == IB_QPS_SQE;
+}
+
+/* Write the UD GRH the receiver sees: IPv4 header or IPv6/IB GRH. */
+static void softmr_build_grh(u8 *grh, const struct softmr_av *src, u32 len)
+{
+	memset(grh, 0, SOFTMR_GRH_BYTES);
+	if (src->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+	    ipv6_addr_v4mapped((struct in6_addr *)src->sgid.raw)) {
+		struct iphdr *ip = (struct iphdr *)(grh + 20);
+
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->tos = src->traffic_class;
+		ip->tot_len = htons(len + 20 + 8 + 12);
+		ip->ttl = src->hop_limit ?: 64;
+		ip->protocol = IPPROTO_UDP;
+		memcpy(&ip->saddr, src->sgid.raw + 12, 4);
+		memcpy(&ip->daddr, src->dgid.raw + 12, 4);
+		ip->check = ip_fast_csum((u8 *)ip, ip->ihl);
+	} else {
+		struct ib_grh *g = (struct ib_grh *)grh;
+
+		g->version_tclass_flow =
+			cpu_to_be32(6 << 28 | src->traffic_class << 20 |
+				    (src->flow_label & 0xfffff));
+		g->paylen = cpu_to_be16(len);
+		g->next_hdr = src->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP ?
+			      IPPROTO_UDP : 0x1b;
+		g->hop_limit = src->hop_limit ?: 64;
+		g->sgid = src->sgid;
+		g->dgid = src->dgid;
+	}
+}
+
+static enum rdma_network_type softmr_av_net_type(const struct softmr_av *av)
+{
+	if (av->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return RDMA_NETWORK_IB;
+	return ipv6_addr_v4mapped((struct in6_addr *)av->sgid.raw) ?
+	       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+}
+
+/* Complete a receive WQE of @qp (its RQ lock held). */
+static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
+				 enum ib_wc_status status, u32 opcode,
+				 u32 byte_len, const struct softmr_req *req)
+{
+	struct ib_uverbs_wc wc = {
+		.wr_id = wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.qp_num = qp->ibqp.qp_num,
+		.port_num = 1,
+	};
+	bool solicited = false;
+
+	if (req && status == IB_WC_SUCCESS) {
+		u32 op = req->wqe->opcode;
+
+		wc.src_qp = req->qp->ibqp.qp_num;
+		if (op == IB_WR_SEND_WITH_IMM ||
+		    op == IB_WR_RDMA_WRITE_WITH_IMM) {
+			wc.ex.imm_data = (__force __be32)req->wqe->imm_data;
+			wc.wc_flags |= IB_WC_WITH_IMM;
+		}
+		if (qp->ibqp.qp_type != IB_QPT_RC) {
+			wc.wc_flags |= IB_WC_GRH;
+			/* kernel CQs report it as ib_wc.network_hdr_type */
+			if (!to_scq(qp->ibqp.recv_cq)->is_user)
+				wc.reserved = softmr_av_net_type(&req->av);
+		}
+		solicited = req->wqe->flags & SOFTMR_SEND_SOLICITED;
+	}
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
+		softmr_count(qp->sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
+	softmr_count(qp->sdev, SOFTMR_CNT_RECV_WQES, 1);
+	softmr_cq_post(to_scq(qp->ibqp.recv_cq), &wc, &qp->ibqp, solicited);
+}
+
+/* The responder detected an error: it completes (if it has a WQE) and
+ * moves to the error state, as a responder's class C error does.
+ */
+static void softmr_responder_error(struct softmr_qp *peer, bool has_wqe,
+				   u64 wr_id, enum ib_wc_status status)
+{
+	if (has_wqe)
+		softmr_recv_complete(peer, wr_id, status, IB_WC_RECV, 0,
+				     NULL);
+	if (peer->ibqp.qp_type == IB_QPT_RC)
+		softmr_qp_set_error(peer);
+}
+
+/* Register @qp as waiting for a receive WQE on @wq. */
+static void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq,
+			    u8 timer)
+{
+	unsigned long delay = usecs_to_jiffies(softmr_rnr_usecs[timer & 31]);
+
+	spin_lock(&softmr_rnr_lock);
+	qp->rnr_wq = wq;
+	if (list_empty(&qp->rnr_entry))
+		list_add_tail(&qp->rnr_entry, &softmr_rnr_list);
+	if (wq->is_user)
+		WRITE_ONCE(wq->hdr->rnr_waiting, 1);
+	spin_unlock(&softmr_rnr_lock);
+	if (!READ_ONCE(qp->dying))
+		mod_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
+	softmr_count(qp->sdev, SOFTMR_CNT_RNR_WAITS, 1);
+}
+
+/**
+ * softmr_rnr_wake() - receive WQEs were posted to @wq: resume its senders
+ * @wq: a receive queue or SRQ
+ *
+ * Callable in atomic context.
+ */
+void softmr_rnr_wake(struct softmr_wq *wq)
+{
+	struct softmr_qp *qp, *tmp;
+	unsigned long flags;
+
+	if (list_empty_careful(&softmr_rnr_list))
+		return;
+	spin_lock_irqsave(&softmr_rnr_lock, flags);
+	list_for_each_entry_safe(qp, tmp, &softmr_rnr_list, rnr_entry) {
+		if (qp->rnr_wq != wq)
+			continue;
+		list_del_init(&qp->rnr_entry);
+		qp->rnr_wq = NULL;
+		mod_delayed_work(softmr_engine_wq, &qp->sq_work, 0);
+	}
+	if (wq->is_user)
+		WRITE_ONCE(wq->hdr->rnr_waiting, 0);
+	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
+}
+
+/**
+ * softmr_rnr_forget() - take a QP off the RNR wait list
+ * @qp: the QP
+ */
+void softmr_rnr_forget(struct softmr_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&softmr_rnr_lock, flags);
+	list_del_init(&qp->rnr_entry);
+	qp->rnr_wq = NULL;
+	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
+}
+
+static bool softmr_rnr_waiting(struct softmr_qp *qp)
+{
+	bool waiting;
+
+	spin_lock(&softmr_rnr_lock);
+	waiting = !list_empty(&qp->rnr_entry);
+	spin_unlock(&softmr_rnr_lock);
+	return waiting;
+}
+
+/*
+ * SEND, SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at the responder: take a
+ * receive WQE and, for sends, scatter the message into it.  Called with
+ * the peer's receive queue lock held.
+ */
+static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
+			  bool is_send)
+{
+	struct softmr_qp *peer = req->peer;
+	bool ud = peer->ibqp.qp_type != IB_QPT_RC;
+	struct softmr_cursor d = {}, s = {};
+	struct softmr_recv_wqe *rwqe;
+	struct softmr_sgl *rsgl;
+	enum ib_wc_status st;
+	u64 wr_id, need;
+	u8 grh[SOFTMR_GRH_BYTES];
+	u32 n;
+	int err;
+
+	if (softmr_wq_pending(rq, &n)) {
+		/* the peer's ring is garbage */
+		softmr_qp_set_error(peer);
+		return ud ? IB_WC_SUCCESS : IB_WC_REM_OP_ERR;
+	}
+	if (!n) {
+		if (ud) {
+			softmr_count(peer->sdev, SOFTMR_CNT_UD_DROPS, 1);
+			return IB_WC_SUCCESS;
+		}
+		return SOFTMR_RNR;
+	}
+	rwqe = softmr_wq_take(rq);
+	wr_id = rwqe->wr_id;
+	rsgl = rq->sgl;
+	if (rwqe->num_sge > rq->max_sge) {
+		st = IB_WC_LOC_QP_OP_ERR;
+		rsgl->num = 0;
+	} else {
+		st = softmr_sgl_resolve(peer->sdev, peer->ibqp.pd, rwqe->sge,
+					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+					rsgl);
+	}
+	need = is_send ? req->len + (ud ? SOFTMR_GRH_BYTES : 0) : 0;
+	if (st == IB_WC_SUCCESS && rsgl->len < need)
+		st = IB_WC_LOC_LEN_ERR;
+	if (st != IB_WC_SUCCESS) {
+		softmr_wq_consume(rq);
+		softmr_responder_error(peer, true, wr_id, st);
+		softmr_sgl_release(rsgl);
+		if (ud)
+			return IB_WC_SUCCESS;
+		return st == IB_WC_LOC_LEN_ERR ? IB_WC_REM_INV_REQ_ERR :
+		       IB_WC_REM_OP_ERR;
+	}
+
+	err = 0;
+	if (is_send) {
+		d.sgl = rsgl;
+		if (ud) {
+			softmr_build_grh(grh, &req->av, req->len);
+			err = softmr_cursor_copy(&d, NULL, grh, sizeof(grh),
+						 IB_ACCESS_LOCAL_WRITE);
+		}
+		s.sgl = &req->local;
+		if (!err && req->len)
+			err = softmr_cursor_copy(&d, &s, req->inl, req->len,
+						 IB_ACCESS_LOCAL_WRITE);
+	}
+	softmr_sgl_release(rsgl);
+	if (err == -EFAULT)	/* our side: the message is not sent */
+		return IB_WC_LOC_PROT_ERR;
+	softmr_wq_consume(rq);
+	if (err) {
+		softmr_responder_error(peer, true, wr_id, IB_WC_LOC_PROT_ERR);
+		return ud ? IB_WC_SUCCESS : IB_WC_REM_OP_ERR;
+	}
+	softmr_recv_complete(peer, wr_id, IB_WC_SUCCESS,
+			     is_send ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM,
+			     need ? (u32)need : (u32)req->len, req);
+	if (peer->srq)
+		softmr_srq_check_limit(peer->srq);
+	return IB_WC_SUCCESS;
+}
+
+/* Look up a remote key on the peer and check it for @access. */
+static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
+				     u64 addr, u64 len, int access,
+				     struct softmr_mr **out)
+{
+	struct softmr_qp *peer = req->peer;
+	struct softmr_mr *mr;
+
+	*out = NULL;
+	if (!(READ_ONCE(peer->attr.qp_access_flags) & access))
+		return IB_WC_REM_ACCESS_ERR;
+	mr = softmr_mr_get(peer->sdev, rkey);
+	if (!mr)
+		return IB_WC_REM_ACCESS_ERR;
+	if (mr->ibmr.pd != peer->ibqp.pd ||
+	    softmr_mr_check(mr, addr, len, access)) {
+		softmr_mr_put(mr);
+		return IB_WC_REM_ACCESS_ERR;
+	}
+	*out = mr;
+	return IB_WC_SUCCESS;
+}
+
+static int softmr_do_write(struct softmr_req *req)
+{
+	struct softmr_send_wqe *wqe = req->wqe;
+	struct softmr_sgl *remote;
+	struct softmr_cursor d = {}, s = {};
+	struct softmr_mr *mr;
+	enum ib_wc_status st;
+	int err;
+
+	if (!req->len)
+		return IB_WC_SUCCESS;
+	st = softmr_rkey(req, wqe->wr.rdma.rkey, wqe->wr.rdma.remote_addr,
+			 req->len, IB_ACCESS_REMOTE_WRITE, &mr);
+	if (st) {
+		softmr_responder_error(req->peer, false, 0, st);
+		return st;
+	}
+	remote = req->qp->sq.sgl;
+	remote->num = 1;
+	remote->len = req->len;
+	remote->mr[0] = mr;
+	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
+	remote->sge[0].length = req->len;
+	d.sgl = remote;
+	s.sgl = &req->local;
+	err = softmr_cursor_copy(&d, &s, req->inl, req->len,
+				 IB_ACCESS_REMOTE_WRITE);
+	softmr_sgl_release(remote);
+	if (err == -EFAULT)
+		return IB_WC_LOC_PROT_ERR;
+	if (err) {
+		softmr_responder_error(req->peer, false, 0, IB_WC_REM_ACCESS_ERR);
+		return IB_WC_REM_ACCESS_ERR;
+	}
+	return IB_WC_SUCCESS;
+}
+
+static int softmr_do_read(struct softmr_req *req)
+{
+	struct softmr_send_wqe *wqe = req->wqe;
+	struct softmr_cursor d = {}, s = {};
+	struct softmr_sgl *remote;
+	struct softmr_mr *mr;
+	enum ib_wc_status st;
+	int err;
+
+	if (!req->len)
+		return IB_WC_SUCCESS;
+	st = softmr_rkey(req, wqe->wr.rdma.rkey, wqe->wr.rdma.remote_addr,
+			 req->len, IB_ACCESS_REMOTE_READ, &mr);
+	if (st) {
+		softmr_responder_error(req->peer, false, 0, st);
+		return st;
+	}
+	remote = req->qp->sq.sgl;
+	remote->num = 1;
+	remote->len = req->len;
+	remote->mr[0] = mr;
+	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
+	remote->sge[0].length = req->len;
+	d.sgl = &req->local;
+	s.sgl = remote;
+	err = softmr_cursor_copy(&d, &s, NULL, req->len,
+				 IB_ACCESS_LOCAL_WRITE);
+	softmr_sgl_release(remote);
+	/* here the source is remote: the error sides swap */
+	if (err == -EFAULT) {
+		softmr_responder_error(req->peer, false, 0, IB_WC_REM_ACCESS_ERR);
+		return IB_WC_REM_ACCESS_ERR;
+	}
+	return err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+}
+
+static int softmr_do_atomic(struct softmr_req *req)
+{
+	struct softmr_send_wqe *wqe = req->wqe;
+	u64 addr = wqe->wr.atomic.remote_addr;
+	struct softmr_mr *mr;
+	enum ib_wc_status st;
+	u64 orig;
+	int err;
+
+	if (req->len != sizeof(u64) || req->local.num != 1)
+		return IB_WC_LOC_LEN_ERR;
+	if (addr & 7) {
+		softmr_responder_error(req->peer, false, 0,
+				       IB_WC_REM_INV_REQ_ERR);
+		return IB_WC_REM_INV_REQ_ERR;
+	}
+	st = softmr_rkey(req, wqe->wr.atomic.rkey, addr, sizeof(u64),
+			 IB_ACCESS_REMOTE_ATOMIC, &mr);
+	if (st) {
+		softmr_responder_error(req->peer, false, 0, st);
+		return st;
+	}
+	err = softmr_mr_atomic(mr, addr,
+			       wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP,
+			       wqe->wr.atomic.compare_add,
+			       wqe->wr.atomic.swap, &orig);
+	softmr_mr_put(mr);
+	if (err) {
+		st = err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
+		     IB_WC_REM_ACCESS_ERR;
+		softmr_responder_error(req->peer, false, 0, st);
+		return st;
+	}
+	if (softmr_mr_copy(req->local.mr[0], req->local.sge[0].addr, &orig,
+			   sizeof(orig), SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE))
+		return IB_WC_LOC_PROT_ERR;
+	return IB_WC_SUCCESS;
+}
+
+static bool softmr_opcode_ok(struct softmr_qp *qp, u32 opcode)
+{
+	switch (opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		return true;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return qp->ibqp.qp_type == IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/* Validate the WQE copy and resolve its local SGEs. */
+static enum ib_wc_status softmr_req_prepare(struct softmr_req *req)
+{
+	struct softmr_send_wqe *wqe = req->wqe;
+	struct softmr_qp *qp = req->qp;
+	bool local_write;
+
+	if (!softmr_opcode_ok(qp, wqe->opcode) ||
+	    (wqe->flags & ~SOFTMR_SEND_FLAGS_ALL))
+		return IB_WC_LOC_QP_OP_ERR;
+	local_write = wqe->opcode == IB_WR_RDMA_READ ||
+		      wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		      wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+	if (wqe->flags & SOFTMR_SEND_INLINE) {
+		if (local_write)
+			return IB_WC_LOC_QP_OP_ERR;
+		if (wqe->num_sge > qp->max_inline)
+			return IB_WC_LOC_LEN_ERR;
+		req->inl = wqe->sge;
+		req->len = wqe->num_sge;
+		return IB_WC_SUCCESS;
+	}
+	if (wqe->num_sge > qp->sq.max_sge)
+		return IB_WC_LOC_QP_OP_ERR;
+	req->inl = NULL;
+	return softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, wqe->sge, wqe->num_sge,
+				  local_write ? IB_ACCESS_LOCAL_WRITE : 0,
+				  &req->local);
+}
+
+/* Find the responder: the connected QP (RC) or the AH's target (UD). */
+static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
+{
+	struct softmr_qp *qp = req->qp;
+	struct softmr_send_wqe *wqe = req->wqe;
+	struct softmr_qp *peer;
+	unsigned long flags;
+	u32 qkey;
+
+	if (qp->ibqp.qp_type == IB_QPT_RC) {
+		spin_lock_irqsave(&qp->state_lock, flags);
+		req->av = qp->av;
+		spin_unlock_irqrestore(&qp->state_lock, flags);
+		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
+					    qp->attr.dest_qp_num);
+		if (!peer)
+			return IB_WC_RETRY_EXC_ERR;
+		req->peer = peer;
+		if (peer->ibqp.qp_type != IB_QPT_RC ||
+		    peer->attr.dest_qp_num != qp->ibqp.qp_num ||
+		    !softmr_qp_receives(peer))
+			return IB_WC_RETRY_EXC_ERR;
+		return IB_WC_SUCCESS;
+	}
+
+	if (!softmr_av_lookup(qp->sdev, wqe->wr.ud.ah, qp->ibqp.pd, &req->av))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (req->len > ib_mtu_enum_to_int(IB_MTU_4096))
+		return IB_WC_LOC_LEN_ERR;
+	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
+				    wqe->wr.ud.remote_qpn);
+	req->peer = peer;
+	if (!peer)
+		return IB_WC_SUCCESS;	/* nobody there: the datagram is lost */
+	qkey = wqe->wr.ud.remote_qkey;
+	if (qkey & 0x80000000)
+		qkey = qp->attr.qkey;
+	if (peer->ibqp.qp_type == IB_QPT_RC || !softmr_qp_receives(peer) ||
+	    qkey != READ_ONCE(peer->attr.qkey)) {
+		softmr_qp_put(peer);
+		req->peer = NULL;
+	}
+	return IB_WC_SUCCESS;
+}
+
+static int softmr_req_execute(struct softmr_req *req)
+{
+	struct softmr_qp *peer = req->peer;
+	struct softmr_wq *rq;
+	int st;
+
+	switch (req->wqe->opcode) {
+	case IB_WR_RDMA_WRITE:
+		return softmr_do_write(req);
+	case IB_WR_RDMA_READ:
+		return softmr_do_read(req);
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return softmr_do_atomic(req);
+	default:
+		break;
+	}
+
+	/* SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM consume a receive WQE */
+	rq = softmr_qp_rq(peer);
+	mutex_lock(&rq->lock);
+	if (req->wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
+		u32 n;
+
+		if (softmr_wq_pending(rq, &n)) {
+			mutex_unlock(&rq->lock);
+			softmr_qp_set_error(peer);
+			return IB_WC_REM_OP_ERR;
+		}
+		if (!n) {
+			st = SOFTMR_RNR;
+			goto out;
+		}
+		st = softmr_do_write(req);
+		if (st == IB_WC_SUCCESS)
+			st = softmr_deliver(req, rq, false);
+	} else {
+		st = softmr_deliver(req, rq, true);
+	}
+out:
+	if (st == SOFTMR_RNR)
+		softmr_rnr_wait(req->qp, rq, READ_ONCE(peer->attr.min_rnr_timer));
+	mutex_unlock(&rq->lock);
+	return st;
+}
+
+static u32 softmr_wc_opcode(u32 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static void softmr_send_complete(struct softmr_qp *qp,
+				 const struct softmr_send_wqe *wqe,
+				 enum ib_wc_status status, u32 byte_len)
+{
+	struct ib_uverbs_wc wc = {
+		.wr_id = wqe->wr_id,
+		.status = status,
+		.opcode = softmr_wc_opcode(wqe->opcode),
+		.byte_len = byte_len,
+		.qp_num = qp->ibqp.qp_num,
+		.port_num = 1,
+	};
+
+	if (status == IB_WC_SUCCESS && !qp->sig_all &&
+	    !(wqe->flags & SOFTMR_SEND_SIGNALED))
+		return;
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
+		softmr_count(qp->sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
+	softmr_cq_post(to_scq(qp->ibqp.send_cq), &wc, &qp->ibqp, false);
+}
+
+/* Execute one WQE copy.  Return: an ib_wc_status, or SOFTMR_RNR. */
+static int softmr_sq_execute(struct softmr_qp *qp,
+			     struct softmr_send_wqe *wqe,
+			     struct softmr_req *req)
+{
+	int st;
+
+	req->qp = qp;
+	req->wqe = wqe;
+	req->peer = NULL;
+	req->len = 0;
+	req->local.num = 0;
+	st = softmr_req_prepare(req);
+	if (st == IB_WC_SUCCESS && !req->inl)
+		req->len = req->local.len;
+	if (st == IB_WC_SUCCESS)
+		st = softmr_req_peer(req);
+	if (st == IB_WC_SUCCESS && req->peer)
+		st = softmr_req_execute(req);
+	if (req->peer)
+		softmr_qp_put(req->peer);
+	softmr_sgl_release(&req->local);
+	return st;
+}
+
+/* Complete every pending send WQE with WR_FLUSH_ERR; sq.lock held. */
+static void softmr_sq_flush(struct softmr_qp *qp)
+{
+	struct softmr_wq *sq = &qp->sq;
+	u32 n;
+
+	if (softmr_wq_pending(sq, &n))
+		return;
+	while (n--) {
+		struct softmr_send_wqe *wqe = softmr_wq_take(sq);
+
+		softmr_wq_consume(sq);
+		softmr_send_complete(qp, wqe, IB_WC_WR_FLUSH_ERR, 0);
+	}
+}
+
+/**
+ * softmr_rq_flush() - complete a QP's receive WQEs with WR_FLUSH_ERR
+ * @qp: the QP, in the error state
+ *
+ * WQEs of an SRQ are not the QP's and stay.
+ */
+void softmr_rq_flush(struct softmr_qp *qp)
+{
+	struct softmr_wq *rq = &qp->rq;
+	u32 n;
+
+	if (qp->srq || READ_ONCE(qp->state) != IB_QPS_ERR)
+		return;
+	mutex_lock(&rq->lock);
+	if (!softmr_wq_pending(rq, &n)) {
+		while (n--) {
+			struct softmr_recv_wqe *rwqe = softmr_wq_take(rq);
+
+			softmr_wq_consume(rq);
+			softmr_recv_complete(qp, rwqe->wr_id,
+					     IB_WC_WR_FLUSH_ERR, IB_WC_RECV, 0,
+					     NULL);
+		}
+	}
+	mutex_unlock(&rq->lock);
+}
+
+/* Run the send queue; sq.lock held.  Return: more work is left. */
+static bool softmr_sq_process(struct softmr_qp *qp)
+{
+	struct softmr_wq *sq = &qp->sq;
+	struct softmr_req *req = qp->req;
+	u32 budget = sq->num;
+	bool more = false;
+
+	while (budget--) {
+		struct softmr_send_wqe *wqe;
+		enum ib_qp_state state = READ_ONCE(qp->state);
+		u32 n;
+		int st;
+
+		if (state == IB_QPS_ERR) {
+			softmr_sq_flush(qp);
+			break;
+		}
+		if (state != IB_QPS_RTS)
+			break;
+		if (softmr_wq_pending(sq, &n)) {
+			softmr_qp_set_error(qp);
+			break;
+		}
+		if (!n)
+			break;
+
+		wqe = softmr_wq_take(sq);
+		if (READ_ONCE(qp->rnr_left) < 0)
+			WRITE_ONCE(qp->rnr_left, qp->attr.rnr_retry);
+		st = softmr_sq_execute(qp, wqe, req);
+		if (st == SOFTMR_RNR) {
+			if (qp->rnr_left == 0) {
+				softmr_rnr_forget(qp);
+				st = IB_WC_RNR_RETRY_EXC_ERR;
+			} else {
+				if (qp->rnr_left != 7)	/* 7: for ever */
+					qp->rnr_left--;
+				break;
+			}
+		}
+		qp->rnr_left = -1;
+		softmr_wq_consume(sq);
+		softmr_count(qp->sdev, SOFTMR_CNT_SEND_WQES, 1);
+		softmr_send_complete(qp, wqe, st,
+				     st == IB_WC_SUCCESS ? (u32)req->len : 0);
+		if (st == IB_WC_SUCCESS)
+			softmr_count(qp->sdev, SOFTMR_CNT_TX_BYTES, req->len);
+		else
+			softmr_qp_set_error(qp);
+		if (!budget)
+			more = true;
+	}
+	return more;
+}
+
+/**
+ * softmr_engine_qp_init() - the engine's per-QP state
+ * @qp: a QP being created
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int softmr_engine_qp_init(struct softmr_qp *qp)
+{
+	qp->req = kzalloc(sizeof(*qp->req), GFP_KERNEL);
+	return qp->req ? 0 : -ENOMEM;
+}
+
+/**
+ * softmr_engine_qp_cleanup() - free what softmr_engine_qp_init() took
+ * @qp: a QP being destroyed (or not created)
+ */
+void softmr_engine_qp_cleanup(struct softmr_qp *qp)
+{
+	kfree(qp->req);
+	qp->req = NULL;
+}
+
+/**
+ * softmr_qp_run() - run a QP's send queue now, in this context
+ * @qp: the QP
+ *
+ * Sleeps.  Also flushes the queues of a QP in the error state.
+ */
+void softmr_qp_run(struct softmr_qp *qp)
+{
+	bool more;
+
+	if (softmr_rnr_waiting(qp))
+		return;	/* the RNR timer or a receive doorbell resumes */
+	mutex_lock(&qp->sq.lock);
+	more = softmr_sq_process(qp);
+	mutex_unlock(&qp->sq.lock);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		softmr_rq_flush(qp);
+	if (more)
+		softmr_qp_kick(qp);
+}
+
+/**
+ * softmr_qp_kick() - have the engine's worker run a QP's send queue
+ * @qp: the QP
+ *
+ * Callable in atomic context.  A pending RNR timer is left alone.
+ */
+void softmr_qp_kick(struct softmr_qp *qp)
+{
+	if (!READ_ONCE(qp->dying))
+		queue_delayed_work(softmr_engine_wq, &qp->sq_work, 0);
+}
+
+void softmr_sq_work(struct work_struct *work)
+{
+	struct softmr_qp *qp = container_of(to_delayed_work(work),
+					    struct softmr_qp, sq_work);
+
+	softmr_rnr_forget(qp);
+	softmr_qp_run(qp);
+}
+
+static int softmr_post_send_one(struct softmr_qp *qp,
+				const struct ib_send_wr *wr)
+{
+	struct softmr_wq *sq = &qp->sq;
+	struct softmr_send_wqe *wqe;
+	u32 inline_len = 0;
+	int i;
+
+	if (!softmr_opcode_ok(qp, wr->opcode) ||
+	    (wr->send_flags & ~SOFTMR_SEND_FLAGS_ALL))
+		return -EINVAL;
+	if (wr->num_sge < 0 || (!(wr->send_flags & IB_SEND_INLINE) &&
+				wr->num_sge > sq->max_sge))
+		return -EINVAL;
+	if (wr->send_flags & IB_SEND_INLINE) {
+		for (i = 0; i < wr->num_sge; i++)
+			inline_len += wr->sg_list[i].length;
+		if (inline_len > qp->max_inline)
+			return -EINVAL;
+	}
+	if (sq->prod - READ_ONCE(sq->hdr->consumer) >= sq->num)
+		return -ENOMEM;
+
+	wqe = softmr_wq_slot(sq, sq->prod);
+	memset(wqe, 0, SOFTMR_SEND_WQE_HDR_SIZE);
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->flags = wr->send_flags;
+	wqe->imm_data = (__force u32)wr->ex.imm_data;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		wqe->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->wr.rdma.rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		wqe->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+		wqe->wr.atomic.swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		if (qp->ibqp.qp_type != IB_QPT_RC) {
+			wqe->wr.ud.ah = to_sah(ud_wr(wr)->ah)->num;
+			wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+			wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+		}
+		break;
+	}
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *p = (u8 *)wqe->sge;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			p += wr->sg_list[i].length;
+		}
+		wqe->num_sge = inline_len;
+	} else {
+		for (i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i].addr = wr->sg_list[i].addr;
+			wqe->sge[i].length = wr->sg_list[i].length;
+			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		wqe->num_sge = wr->num_sge;
+	}
+	/* the WQE before the index; pairs with softmr_wq_pending() */
+	smp_store_release(&sq->prod, sq->prod + 1);
+	return 0;
+}
+
+/**
+ * softmr_post_send() - the post_send verb
+ * @ibqp: the QP
+ * @wr: kernel QPs: the WR list; user QPs: NULL (the doorbell)
+ * @bad_wr: set to the first WR not posted
+ *
+ * A user QP's doorbell runs its send queue in the calling thread.  Kernel
+ * WRs are written to the ring and run by the engine's worker.
+ *
+ * Return: 0, -EINVAL for a bad WR or a QP not yet in RTS, -ENOMEM when
+ * the send queue is full.
+ */
+int softmr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int err = 0;
+
+	if (qp->is_user) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		softmr_qp_run(qp);
+		return 0;
+	}
+	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_RTR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->sq.post_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = softmr_post_send_one(qp, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&qp->sq.post_lock, flags);
+	softmr_qp_kick(qp);
+	return err;
+}
+
+/**
+ * softmr_post_recv() - the post_recv verb
+ * @ibqp: the QP
+ * @wr: kernel QPs: the WR list; user QPs: NULL (the receive doorbell)
+ * @bad_wr: set to the first WR not posted
+ *
+ * The receive doorbell resumes senders waiting for a receive WQE and
+ * flushes receive WQEs posted in the error state.
+ *
+ * Return: 0, -EINVAL for a bad WR, a QP in RESET or one on an SRQ,
+ * -ENOMEM when the queue is full.
+ */
+int softmr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	int err;
+
+	if (qp->srq || (!qp->is_user && READ_ONCE(qp->state) == IB_QPS_RESET)) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (qp->is_user) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		softmr_rq_flush(qp);
+		softmr_rnr_wake(&qp->rq);
+		return 0;
+	}
+	err = softmr_post_recv_kernel(&qp->rq, wr, bad_wr);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		softmr_qp_kick(qp);
+	softmr_rnr_wake(&qp->rq);
+	return err;
+}

@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Queue pairs: creation with their rings, the modify_qp state machine,
+ * query and destruction, and the QP number table the engine looks peers
+ * up in.
+ *
+ * A QP is reachable by its number from creation until destroy_qp starts;
+ * every lookup takes a reference, and destroy_qp waits until the last one
+ * is dropped, so an engine working on a peer never sees it freed.
+ */
+
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "softmr.h"
+
+#define SOFTMR_QP_ACCESS_ALL	(IB_ACCESS_LOCAL_WRITE | \
+				 IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | \
+				 IB_ACCESS_REMOTE_ATOMIC)
+
+void softmr_qp_init_dev(struct softmr_dev *sdev)
+{
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+}
+
+/**
+ * softmr_qp_get() - look a QP up by number
+ * @sdev: the device
+ * @qpn: the QP number
+ *
+ * Return: the QP with a reference (softmr_qp_put()), or NULL.
+ */
+struct softmr_qp *softmr_qp_get(struct softmr_dev *sdev, u32 qpn)
+{
+	struct softmr_qp *qp;
+
+	xa_lock(&sdev->qp_xa);
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->users))
+		qp = NULL;
+	xa_unlock(&sdev->qp_xa);
+	return qp;
+}
+
+/**
+ * softmr_qp_put() - drop a reference from softmr_qp_get()
+ * @qp: the QP
+ */
+void softmr_qp_put(struct softmr_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->users))
+		complete(&qp->released);
+}
+
+static void softmr_qp_event(struct softmr_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* Publish the state; qp->state_lock held. */
+static void softmr_qp_store_state(struct softmr_qp *qp,
+				  enum ib_qp_state state)
+{
+	lockdep_assert_held(&qp->state_lock);
+	WRITE_ONCE(qp->state, state);
+	WRITE_ONCE(qp->sq.hdr->qp_state, state);
+}
+
+/**
+ * softmr_qp_set_error() - move a QP to the error state
+ * @qp: the QP
+ *
+ * Its outstanding WQEs are then flushed (by the engine).  Callable from
+ * any context the engine runs in, with the QP's queue locks held or not.
+ */
+void softmr_qp_set_error(struct softmr_qp *qp)
+{
+	unsigned long flags;
+	bool changed;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	changed = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
+	if (changed)
+		softmr_qp_store_state(qp, IB_QPS_ERR);
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	if (!changed)
+		return;
+	if (qp->srq)
+		softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	softmr_qp_kick(qp);
+}
+
+static int softmr_qp_check_cap(struct softmr_dev *sdev,
+			       struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (cap->max_send_wr > sdev->attr.max_qp_wr ||
+	    cap->max_send_sge > SOFTMR_MAX_SGE ||
+	    cap->max_inline_data > SOFTMR_MAX_INLINE)
+		return -EINVAL;
+	if (init->srq)
+		return 0;
+	if (cap->max_recv_wr > sdev->attr.max_qp_wr ||
+	    cap->max_recv_sge > SOFTMR_MAX_SGE)
+		return -EINVAL;
+	return 0;
+}
+
+/* Give the QP its number and make it reachable. */
+static int softmr_qp_publish(struct softmr_dev *sdev, struct softmr_qp *qp,
+			     enum ib_qp_type type)
+{
+	u32 qpn;
+	int err;
+
+	if (type == IB_QPT_GSI) {
+		err = xa_insert(&sdev->qp_xa, 1, qp, GFP_KERNEL);
+		qpn = 1;
+	} else {
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, qp,
+				      XA_LIMIT(SOFTMR_QPN_MIN, SOFTMR_QPN_MAX),
+				      &sdev->qp_next, GFP_KERNEL);
+		err = err < 0 ? err : 0;
+	}
+	if (err)
+		return err == -EBUSY ? -EINVAL : err;
+	qp->ibqp.qp_num = qpn;
+	return 0;
+}
+
+/**
+ * softmr_create_qp() - the create_qp verb
+ * @ibqp: the QP, allocated by ib_core
+ * @init: type RC, UD or (kernel) GSI; capabilities; no create flags
+ * @udata: user QPs: the response gets the rings' places
+ *
+ * Return: 0, -EOPNOTSUPP for another type or create flags, -EINVAL for
+ * capabilities beyond the device's, -ENOMEM.
+ */
+int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibqp->device);
+	struct softmr_qp *qp = to_sqp(ibqp);
+	struct softmr_create_qp_resp resp = {};
+	u32 inline_sz;
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:
+		if (udata || init->port_num != 1)
+			return -EINVAL;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	err = softmr_qp_check_cap(sdev, init);
+	if (err)
+		return err;
+	if (udata) {
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+		if (udata->inlen &&
+		    !ib_is_udata_cleared(udata, 0, udata->inlen))
+			return -EOPNOTSUPP;
+	}
+	if (atomic_inc_return(&sdev->qp_count) > sdev->attr.max_qp) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->sdev = sdev;
+	qp->is_user = !!udata;
+	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	refcount_set(&qp->users, 1);
+	init_completion(&qp->released);
+	spin_lock_init(&qp->state_lock);
+	INIT_LIST_HEAD(&qp->rnr_entry);
+	qp->rnr_left = -1;
+	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
+
+	err = softmr_engine_qp_init(qp);
+	if (err)
+		goto err_count;
+	inline_sz = init->cap.max_inline_data;
+	err = softmr_wq_init(&qp->sq, init->cap.max_send_wr,
+			     init->cap.max_send_sge, inline_sz,
+			     SOFTMR_SEND_WQE_HDR_SIZE, udata, &resp.sq);
+	if (err)
+		goto err_engine;
+	qp->max_inline = min_t(u32, qp->sq.stride - SOFTMR_SEND_WQE_HDR_SIZE,
+			       SOFTMR_MAX_INLINE);
+	if (!qp->srq) {
+		err = softmr_wq_init(&qp->rq, init->cap.max_recv_wr,
+				     init->cap.max_recv_sge, 0,
+				     SOFTMR_RECV_WQE_HDR_SIZE, udata,
+				     &resp.rq);
+		if (err)
+			goto err_sq;
+	}
+	qp->state = IB_QPS_RESET;
+	qp->sq.hdr->qp_state = IB_QPS_RESET;
+	qp->attr.port_num = 1;
+
+	init->cap.max_send_wr = qp->sq.num;
+	init->cap.max_send_sge = qp->sq.max_sge;
+	init->cap.max_inline_data = qp->max_inline;
+	if (!qp->srq) {
+		init->cap.max_recv_wr = qp->rq.num;
+		init->cap.max_recv_sge = qp->rq.max_sge;
+	}
+
+	err = softmr_qp_publish(sdev, qp, init->qp_type);
+	if (err)
+		goto err_rq;
+	if (udata) {
+		resp.max_inline = qp->max_inline;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_unpublish;
+	}
+	return 0;
+
+err_unpublish:
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+err_rq:
+	if (!qp->srq)
+		softmr_wq_cleanup(&qp->rq);
+err_sq:
+	softmr_wq_cleanup(&qp->sq);
+err_engine:
+	softmr_engine_qp_cleanup(qp);
+err_count:
+	atomic_dec(&sdev->qp_count);
+	return err;
+}
+
+/* The IB limits of the attributes modify_qp takes. */
+static int softmr_qp_check_attr(struct softmr_qp *qp, struct ib_qp_attr *attr,
+				int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= SOFTMR_PKEY_TBL_LEN)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SOFTMR_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SOFTMR_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SOFTMR_QPN_MAX)
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_CAP | IB_QP_RATE_LIMIT))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Copy the attributes in @mask; state_lock held. */
+static void softmr_qp_apply_attr(struct softmr_qp *qp,
+				 const struct ib_qp_attr *attr, int mask,
+				 const struct softmr_av *av)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	/*
+	 * Only the remote access bits mean something for a QP; MR-only bits
+	 * (ON_DEMAND, FLUSH_*, ...) are ignored, as ConnectX and rxe do.
+	 */
+	if (mask & IB_QP_ACCESS_FLAGS)
+		WRITE_ONCE(a->qp_access_flags,
+			   attr->qp_access_flags & SOFTMR_QP_ACCESS_ALL);
+	if (mask & IB_QP_AV) {
+		a->ah_attr = attr->ah_attr;
+		a->ah_attr.grh.sgid_attr = NULL;	/* not kept referenced */
+		qp->av = *av;
+	}
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_PATH_MIG_STATE)
+		a->path_mig_state = attr->path_mig_state;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+}
+
+/* RESET empties both queues: the kernel skips what was posted. */
+static void softmr_qp_reset_rings(struct softmr_qp *qp)
+{
+	struct softmr_wq *wqs[2] = { &qp->sq, qp->srq ? NULL : &qp->rq };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(wqs); i++) {
+		struct softmr_wq *wq = wqs[i];
+		unsigned long flags;
+		u32 prod;
+
+		if (!wq)
+			continue;
+		mutex_lock(&wq->lock);
+		spin_lock_irqsave(&wq->post_lock, flags);
+		prod = wq->is_user ? READ_ONCE(wq->hdr->producer) : wq->prod;
+		wq->cons = prod;
+		/* slots free only after we are done reading them */
+		smp_store_release(&wq->hdr->consumer, prod);
+		spin_unlock_irqrestore(&wq->post_lock, flags);
+		mutex_unlock(&wq->lock);
+	}
+}
+
+/**
+ * softmr_modify_qp() - the modify_qp verb
+ * @ibqp: the QP
+ * @attr: new attributes
+ * @mask: IB_QP_* bits of @attr to apply
+ * @udata: user QPs: no driver data is defined
+ *
+ * Transitions and required/optional attributes follow the IB spec
+ * (ib_modify_qp_is_ok()).
+ *
+ * Return: 0, -EINVAL for a transition or attribute the spec forbids,
+ * -EOPNOTSUPP for alternate paths and capability changes.
+ */
+int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		     int mask, struct ib_udata *udata)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state cur, new;
+	struct softmr_av av = {};
+	unsigned long flags;
+	int err;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	err = softmr_qp_check_attr(qp, attr, mask);
+	if (err)
+		return err;
+	if (mask & IB_QP_AV) {
+		err = softmr_av_from_attr(&av, &attr->ah_attr);
+		if (err)
+			return err;
+	}
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (cur != qp->state ||
+	    !ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
+		spin_unlock_irqrestore(&qp->state_lock, flags);
+		return -EINVAL;
+	}
+	softmr_qp_apply_attr(qp, attr, mask, &av);
+	if (mask & IB_QP_STATE)
+		softmr_qp_store_state(qp, new);
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+
+	if (!(mask & IB_QP_STATE) || cur == new)
+		return 0;
+	switch (new) {
+	case IB_QPS_RESET:
+		softmr_qp_reset_rings(qp);
+		break;
+	case IB_QPS_ERR:
+		if (qp->srq)
+			softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+		softmr_rnr_forget(qp);
+		softmr_qp_run(qp);
+		softmr_rq_flush(qp);
+		break;
+	case IB_QPS_RTS:
+		/* WQEs posted before RTS run now */
+		softmr_qp_kick(qp);
+		break;
+	case IB_QPS_SQD:
+		/* WQEs run to completion when taken: the SQ is drained */
+		mutex_lock(&qp->sq.lock);
+		mutex_unlock(&qp->sq.lock);
+		if (qp->attr.en_sqd_async_notify)
+			softmr_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/**
+ * softmr_query_qp() - the query_qp verb
+ * @ibqp: the QP
+ * @attr: filled with the current attributes
+ * @mask: ignored: everything is filled
+ * @init: filled with the creation attributes
+ *
+ * Return: 0.
+ */
+int softmr_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	attr->sq_draining = 0;
+	attr->port_num = 1;
+	attr->cap.max_send_wr = qp->sq.num;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	if (!qp->srq) {
+		attr->cap.max_recv_wr = qp->rq.num;
+		attr->cap.max_recv_sge = qp->rq.max_sge;
+	}
+
+	memset(init, 0, sizeof(*init));
+	init->event_handler = ibqp->event_handler;
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	init->qp_type = ibqp->qp_type;
+	init->port_num = 1;
+	return 0;
+}
+
+/**
+ * softmr_destroy_qp() - the destroy_qp verb
+ * @ibqp: the QP
+ * @udata: unused
+ *
+ * Waits until no engine works on the QP (as a requester or a responder).
+ *
+ * Return: 0.
+ */
+int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	struct softmr_dev *sdev = qp->sdev;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	qp->dying = true;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	softmr_rnr_forget(qp);
+	disable_delayed_work_sync(&qp->sq_work);
+
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	softmr_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	if (!qp->srq)
+		softmr_wq_cleanup(&qp->rq);
+	softmr_wq_cleanup(&qp->sq);
+	softmr_engine_qp_cleanup(qp);
+	atomic_dec(&sdev->qp_count);
+	return 0;
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Shared receive queues: a receive ring (softmr_wq) that several QPs
+ * consume, with the limit event of ibv_modify_srq(3): once armed, the
+ * first time fewer WQEs than the limit are left, IB_EVENT_SRQ_LIMIT_REACHED
+ * fires and the limit disarms.
+ */
+
+#include "softmr.h"
+
+/**
+ * softmr_create_srq() - the create_srq verb
+ * @ibsrq: the SRQ, allocated by ib_core
+ * @init: basic SRQs only; max_wr and max_sge within the device's limits
+ * @udata: user SRQs: the response gets the ring's place
+ *
+ * Return: 0, -EOPNOTSUPP for other SRQ types, -EINVAL, -ENOMEM.
+ */
+int softmr_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		      struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(ibsrq->device);
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+	struct softmr_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > sdev->attr.max_srq_wr ||
+	    attr->max_sge > sdev->attr.max_srq_sge)
+		return -EINVAL;
+	if (udata) {
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+		if (udata->inlen &&
+		    !ib_is_udata_cleared(udata, 0, udata->inlen))
+			return -EOPNOTSUPP;
+	}
+	if (atomic_inc_return(&sdev->srq_count) > sdev->attr.max_srq) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	err = softmr_wq_init(&srq->rq, attr->max_wr, attr->max_sge, 0,
+			     SOFTMR_RECV_WQE_HDR_SIZE, udata, &resp.rq);
+	if (err)
+		goto err_count;
+	srq->limit = 0;
+	attr->max_wr = srq->rq.num;
+	attr->max_sge = srq->rq.max_sge;
+	if (udata) {
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_wq;
+	}
+	return 0;
+
+err_wq:
+	softmr_wq_cleanup(&srq->rq);
+err_count:
+	atomic_dec(&sdev->srq_count);
+	return err;
+}
+
+/**
+ * softmr_modify_srq() - the modify_srq verb
+ * @ibsrq: the SRQ
+ * @attr: srq_limit to arm
+ * @mask: IB_SRQ_LIMIT; IB_SRQ_MAX_WR (resizing) is not supported
+ * @udata: unused
+ *
+ * Return: 0, -EINVAL for a limit beyond the queue or a resize.
+ */
+int softmr_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR)
+		return -EINVAL;
+	if (mask & IB_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->rq.num)
+			return -EINVAL;
+		mutex_lock(&srq->rq.lock);
+		srq->limit = attr->srq_limit;
+		mutex_unlock(&srq->rq.lock);
+	}
+	return 0;
+}
+
+/**
+ * softmr_query_srq() - the query_srq verb
+ * @ibsrq: the SRQ
+ * @attr: filled in
+ *
+ * Return: 0.
+ */
+int softmr_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+
+	attr->max_wr = srq->rq.num;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+/**
+ * softmr_destroy_srq() - the destroy_srq verb
+ * @ibsrq: the SRQ; ib_core keeps it while QPs use it
+ * @udata: unused
+ *
+ * Return: 0.
+ */
+int softmr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+
+	softmr_wq_cleanup(&srq->rq);
+	atomic_dec(&to_sdev(ibsrq->device)->srq_count);
+	return 0;
+}
+
+/**
+ * softmr_post_srq_recv() - the post_srq_recv verb
+ * @ibsrq: the SRQ
+ * @wr: kernel SRQs: the WR list; user SRQs: NULL (the doorbell)
+ * @bad_wr: set to the first WR not posted
+ *
+ * Return: 0, -EINVAL, -ENOMEM when the queue is full.
+ */
+int softmr_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr)
+{
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+	int err = 0;
+
+	if (srq->rq.is_user) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+	} else {
+		err = softmr_post_recv_kernel(&srq->rq, wr, bad_wr);
+	}
+	softmr_rnr_wake(&srq->rq);
+	return err;
+}
+
+/**
+ * softmr_srq_check_limit() - fire the limit event when it is reached
+ * @srq: the SRQ, its queue lock held, after a WQE was taken
+ */
+void softmr_srq_check_limit(struct softmr_srq *srq)
+{
+	struct ib_event ev = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = IB_EVENT_SRQ_LIMIT_REACHED,
+	};
+	u32 n;
+
+	lockdep_assert_held(&srq->rq.lock);
+	if (!srq->limit || softmr_wq_pending(&srq->rq, &n) || n >= srq->limit)
+		return;
+	WRITE_ONCE(srq->limit, 0);
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}

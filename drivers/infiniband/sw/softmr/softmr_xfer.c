@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * MR to MR transfers and atomics: the data path of the QP engine.  Data is
+ * copied once, page by page, from the source MR's memory to the
+ * destination MR's memory, whatever kind each MR is.
+ *
+ * An ODP MR's pages are valid only while its umem_mutex is held and the
+ * pages are marked mapped.  Faulting takes the mm's mmap lock, and an
+ * invalidation holding that lock waits for umem_mutex, so a transfer never
+ * faults while it holds a umem_mutex: it faults both sides first (each
+ * alone), then takes both mutexes in address order and checks that nothing
+ * was invalidated in between; if something was, it drops both and faults
+ * again.  Bounds and permissions are the caller's job (softmr_mr_check()).
+ */
+
+#include <linux/dma-direct.h>
+#include <linux/highmem.h>
+#include <linux/sched.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_umem_odp.h>
+
+#include "softmr.h"
+
+/* Bytes moved under one hold of the MRs' locks at most. */
+#define SOFTMR_XFER_CHUNK	SZ_1M
+
+static bool softmr_mr_is_odp(struct softmr_mr *mr)
+{
+	return mr->kind == SOFTMR_MR_ODP || mr->kind == SOFTMR_MR_IMPLICIT;
+}
+
+static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
+			   u64 iova, u64 *len, bool write)
+{
+	memset(s, 0, sizeof(*s));
+	s->mr = mr;
+	if (!softmr_mr_is_odp(mr))
+		return 0;
+	return softmr_odp_span_get(s, iova, len, write);
+}
+
+static void softmr_span_put(struct softmr_span *s)
+{
+	if (s->odp)
+		softmr_odp_span_put(s);
+}
+
+/*
+ * Lock the ODP spans among @a and @b for [ai, ai + n) and [bi, bi + n).
+ * Return: 0 with them held, -EAGAIN (nothing held) to fault again.
+ */
+static int softmr_spans_lock(struct softmr_span *a, u64 ai,
+			     struct softmr_span *b, u64 bi, u64 n)
+{
+	struct softmr_span *first = a, *second = b;
+	u64 fi = ai, si = bi;
+
+	if (!a->odp && !b->odp)
+		return 0;
+	if (!a->odp || !b->odp) {
+		struct softmr_span *s = a->odp ? a : b;
+
+		return softmr_odp_span_lock(s, s == a ? ai : bi, n, 0) ?
+		       0 : -EAGAIN;
+	}
+	if (a->odp == b->odp) {
+		if (!softmr_odp_span_lock(a, ai, n, 0))
+			return -EAGAIN;
+		if (softmr_odp_mapped_span(b, bi, n))
+			return 0;
+		mutex_unlock(&a->odp->umem_mutex);
+		return -EAGAIN;
+	}
+	if (a->odp > b->odp) {
+		swap(first, second);
+		swap(fi, si);
+	}
+	if (!softmr_odp_span_lock(first, fi, n, 0))
+		return -EAGAIN;
+	if (!softmr_odp_span_lock(second, si, n, SINGLE_DEPTH_NESTING)) {
+		mutex_unlock(&first->odp->umem_mutex);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static void softmr_spans_unlock(struct softmr_span *a, struct softmr_span *b)
+{
+	if (a->odp)
+		mutex_unlock(&a->odp->umem_mutex);
+	if (b->odp && b->odp != a->odp)
+		mutex_unlock(&b->odp->umem_mutex);
+}
+
+/* The page behind @iova of a (locked) span, or NULL. */
+static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
+				     unsigned int *pofs)
+{
+	struct softmr_mr *mr = s->mr;
+	phys_addr_t phys;
+	u64 off;
+	void *p;
+
+	switch (mr->kind) {
+	case SOFTMR_MR_PINNED:
+		off = iova - mr->iova + mr->page_offset;
+		*pofs = off & ~PAGE_MASK;
+		return mr->pages[off >> PAGE_SHIFT];
+	case SOFTMR_MR_ODP:
+	case SOFTMR_MR_IMPLICIT:
+		*pofs = offset_in_page(iova + s->va_off);
+		return softmr_odp_span_page(s, iova);
+	case SOFTMR_MR_DM:
+		p = mr->dm_kaddr + (iova - mr->iova);
+		*pofs = offset_in_page(p);
+		return vmalloc_to_page(p);
+	case SOFTMR_MR_DMA:
+		phys = dma_to_phys(mr->sdev->ibdev.dma_device, iova);
+		if (!pfn_valid(PHYS_PFN(phys)))
+			return NULL;
+		*pofs = offset_in_page(phys);
+		return pfn_to_page(PHYS_PFN(phys));
+	}
+	return NULL;
+}
+
+static int softmr_copy_spans(struct softmr_span *d, u64 diova,
+			     struct softmr_span *s, u64 siova, u64 n)
+{
+	while (n) {
+		unsigned int so, dof;
+		struct page *sp = softmr_span_page(s, siova, &so);
+		struct page *dp = softmr_span_page(d, diova, &dof);
+		size_t c;
+		void *src, *dst;
+
+		if (!sp || !dp)
+			return sp ? -ENXIO : -EFAULT;
+		c = min_t(u64, n, PAGE_SIZE - max(so, dof));
+		src = kmap_local_page(sp);
+		dst = kmap_local_page(dp);
+		memcpy(dst + dof, src + so, c);
+		kunmap_local(dst);
+		kunmap_local(src);
+		siova += c;
+		diova += c;
+		n -= c;
+	}
+	return 0;
+}
+
+/**
+ * softmr_mr_xfer() - copy bytes from one MR to another
+ * @dst: destination MR, referenced; range and permission checked
+ * @diova: first destination byte
+ * @src: source MR, referenced; range and permission checked
+ * @siova: first source byte
+ * @len: bytes
+ *
+ * Sleeps (ODP faults).  The MRs may be the same.
+ *
+ * Return: 0, -EFAULT when the source could not be read (ODP memory no
+ * longer in its mm), -ENXIO when the destination could not be written.
+ */
+int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
+		   u64 siova, u64 len)
+{
+	while (len) {
+		u64 n = min_t(u64, len, SOFTMR_XFER_CHUNK);
+		struct softmr_span ss, ds;
+		int err;
+
+		err = softmr_span_get(&ss, src, siova, &n, false);
+		if (err)
+			return -EFAULT;
+		err = softmr_span_get(&ds, dst, diova, &n, true);
+		if (err) {
+			softmr_span_put(&ss);
+			return -ENXIO;
+		}
+		err = softmr_spans_lock(&ss, siova, &ds, diova, n);
+		if (!err) {
+			err = softmr_copy_spans(&ds, diova, &ss, siova, n);
+			softmr_spans_unlock(&ss, &ds);
+		}
+		softmr_span_put(&ds);
+		softmr_span_put(&ss);
+		if (err == -EAGAIN) {
+			cond_resched();
+			continue;
+		}
+		if (err)
+			return err;
+		siova += n;
+		diova += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * softmr_mr_atomic() - an 8-byte atomic operation on MR memory
+ * @mr: the MR, referenced; range and permission checked
+ * @iova: the 8 bytes, 8-byte aligned
+ * @cmp_swap: true: compare-and-swap, false: fetch-and-add
+ * @compare_add: the compare value, or the addend
+ * @swap: the value stored when the compare matches
+ * @orig: the value before the operation
+ *
+ * The operation is a CPU atomic on the memory, so it is atomic with
+ * respect to every other softmr atomic and to the CPU (IB_ATOMIC_GLOB).
+ *
+ * Return: 0, -EINVAL when the memory is not 8-byte aligned, -EFAULT.
+ */
+int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
+		     u64 compare_add, u64 swap, u64 *orig)
+{
+	struct softmr_span s, none = {};
+	unsigned int pofs;
+	struct page *page;
+	u64 n = sizeof(u64);
+	void *kaddr;
+	int err;
+
+	do {
+		err = softmr_span_get(&s, mr, iova, &n, true);
+		if (err)
+			return err;
+		err = softmr_spans_lock(&s, iova, &none, 0, n);
+		if (err)
+			softmr_span_put(&s);
+	} while (err == -EAGAIN);
+
+	page = softmr_span_page(&s, iova, &pofs);
+	if (!page || (pofs & 7)) {
+		err = page ? -EINVAL : -EFAULT;
+		goto out;
+	}
+	kaddr = kmap_local_page(page);
+	if (cmp_swap)
+		*orig = atomic64_cmpxchg(kaddr + pofs, compare_add, swap);
+	else
+		*orig = atomic64_fetch_add(compare_add, kaddr + pofs);
+	kunmap_local(kaddr);
+out:
+	softmr_spans_unlock(&s, &none);
+	softmr_span_put(&s);
+	return err;
+}

@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr QP engine test: every operation on RC (and sends on UD) between
+ * two QPs of softmr0, data verified byte by byte, completions checked for
+ * opcode, length, immediate data and status, and the error paths: remote
+ * access errors, local protection errors, RNR, flushes, and a process
+ * writing garbage into its own send ring.
+ *
+ * usage: softmr_qp DEV
+ */
+
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <rdma/softmr-abi.h>
+
+#include "softmr_test.h"
+/* the provider's QP layout, to scribble on its send ring */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "../providers/softmr/softmr.h"
+#pragma GCC diagnostic pop
+
+#define BUF	(1 << 20)
+
+static int gid_index;
+
+struct end {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+};
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+
+static int find_gid(void)
+{
+	union ibv_gid gid;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (ibv_query_gid(ctx, 1, i, &gid))
+			continue;
+		if (gid.raw[10] == 0xff && gid.raw[11] == 0xff &&
+		    gid.raw[12] == 127 && gid.raw[15] == 1) {
+			enum ibv_gid_type_sysfs t;
+
+			if (!ibv_query_gid_type(ctx, 1, i, &t) &&
+			    t == IBV_GID_TYPE_SYSFS_ROCE_V2)
+				return i;
+		}
+	}
+	return -1;
+}
+
+/* Poll one completion (5 s at most); 0 when one came. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec t0, t;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n == 1 ? 0 : -1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5)
+			return -1;
+	}
+}
+
+/* No completion arrives within 100 ms. */
+static int no_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	usleep(100000);
+	return ibv_poll_cq(cq, 1, &wc) == 0;
+}
+
+static int to_rts(struct ibv_qp *qp, uint32_t remote, int access,
+		  int rnr_retry, int rnr_timer)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = remote;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.sgid_index = gid_index;
+	if (ibv_query_gid(ctx, 1, gid_index, &a.ah_attr.grh.dgid))
+		return -1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 16;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int make_end(struct end *e, enum ibv_qp_type type, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = type,
+		.srq = srq,
+		.cap = {
+			.max_send_wr = 64, .max_recv_wr = 64,
+			.max_send_sge = 4, .max_recv_sge = 4,
+			.max_inline_data = 128,
+		},
+	};
+
+	e->cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	if (!e->cq)
+		return -1;
+	init.send_cq = init.recv_cq = e->cq;
+	e->qp = ibv_create_qp(pd, &init);
+	return e->qp ? 0 : -1;
+}
+
+static void free_end(struct end *e)
+{
+	if (e->qp)
+		CHECK(!ibv_destroy_qp(e->qp), "destroy qp");
+	if (e->cq)
+		CHECK(!ibv_destroy_cq(e->cq), "destroy cq");
+	e->qp = NULL;
+	e->cq = NULL;
+}
+
+/* Two RC QPs connected to each other. */
+static int make_rc_pair(struct end *a, struct end *b, int access,
+			int rnr_retry)
+{
+	if (make_end(a, IBV_QPT_RC, NULL) || make_end(b, IBV_QPT_RC, NULL))
+		return -1;
+	if (to_rts(a->qp, b->qp->qp_num, access, rnr_retry, 1) ||
+	    to_rts(b->qp, a->qp->qp_num, access, rnr_retry, 1))
+		return -1;
+	return 0;
+}
+
+static int post_recv(struct ibv_qp *qp, uint64_t id, struct ibv_sge *sg,
+		     int n)
+{
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = sg, .num_sge = n };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, wr, &bad);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 7 + seed);
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
+		return -1;
+	return a.qp_state;
+}
+
+static void test_rc_ops(struct ibv_mr *mr, uint8_t *buf, const char *what)
+{
+	struct end a = {}, b = {};
+	struct ibv_wc wc;
+	struct ibv_sge ss[3], rs[2];
+	struct ibv_send_wr wr;
+	uint8_t *src = buf, *dst = buf + BUF / 2;
+	uint64_t *atom;
+	int i;
+
+	printf("-- RC operations on %s MRs\n", what);
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC, 7)) {
+		CHECK(0, "RC pair setup: %s", strerror(errno));
+		return;
+	}
+
+	/* SEND_WITH_IMM, 3 SGEs gathered, 2 SGEs scattered */
+	fill(src, 10000, 1);
+	memset(dst, 0, 10000);
+	rs[0] = (struct ibv_sge){ (uintptr_t)dst, 3000, mr->lkey };
+	rs[1] = (struct ibv_sge){ (uintptr_t)dst + 5000, 5000, mr->lkey };
+	CHECK(!post_recv(b.qp, 77, rs, 2), "post_recv");
+	ss[0] = (struct ibv_sge){ (uintptr_t)src, 1000, mr->lkey };
+	ss[1] = (struct ibv_sge){ (uintptr_t)src + 1000, 4000, mr->lkey };
+	ss[2] = (struct ibv_sge){ (uintptr_t)src + 5000, 2500, mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 1, .sg_list = ss, .num_sge = 3,
+				   .opcode = IBV_WR_SEND_WITH_IMM,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .imm_data = htonl(0x1234) };
+	CHECK(!post(a.qp, &wr), "post_send SEND_WITH_IMM");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_SEND && wc.wr_id == 1 && wc.byte_len == 7500,
+	      "send completion: %s op %d len %u", ibv_wc_status_str(wc.status),
+	      wc.opcode, wc.byte_len);
+	CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV && wc.wr_id == 77 &&
+	      wc.byte_len == 7500 && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0x1234 && wc.src_qp == a.qp->qp_num &&
+	      wc.qp_num == b.qp->qp_num,
+	      "recv completion: %s op %d len %u imm %x",
+	      ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len,
+	      ntohl(wc.imm_data));
+	CHECK(!memcmp(dst, src, 3000) && !memcmp(dst + 5000, src + 3000, 4500),
+	      "SEND data scattered byte for byte");
+	for (i = 3000; i < 5000; i++)
+		if (dst[i])
+			break;
+	CHECK(i == 5000, "bytes between scatter entries untouched");
+
+	/* RDMA_WRITE, 2 SGEs, unsignaled then signaled */
+	fill(src, 65536, 2);
+	memset(dst, 0, 65536);
+	ss[0] = (struct ibv_sge){ (uintptr_t)src, 30000, mr->lkey };
+	ss[1] = (struct ibv_sge){ (uintptr_t)src + 30000, 35536, mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 2, .sg_list = ss, .num_sge = 2,
+				   .opcode = IBV_WR_RDMA_WRITE };
+	wr.wr.rdma.remote_addr = (uintptr_t)dst;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(!post(a.qp, &wr), "post RDMA_WRITE unsignaled");
+	CHECK(no_wc(a.cq), "unsignaled write: no completion");
+	CHECK(!memcmp(dst, src, 65536), "RDMA_WRITE data");
+
+	/* RDMA_WRITE_WITH_IMM consumes a receive WQE, no data into it */
+	CHECK(!post_recv(b.qp, 78, NULL, 0), "post_recv (0 SGEs)");
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htonl(0xabcd);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr_id = 3;
+	fill(src, 65536, 3);
+	CHECK(!post(a.qp, &wr), "post RDMA_WRITE_WITH_IMM");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RDMA_WRITE && wc.wr_id == 3,
+	      "write-imm requester completion %s", ibv_wc_status_str(wc.status));
+	CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.wr_id == 78 &&
+	      wc.byte_len == 65536 && ntohl(wc.imm_data) == 0xabcd,
+	      "write-imm responder completion op %d len %u", wc.opcode,
+	      wc.byte_len);
+	CHECK(!memcmp(dst, src, 65536), "RDMA_WRITE_WITH_IMM data");
+
+	/* RDMA_READ into 2 SGEs */
+	fill(dst, 20000, 4);
+	memset(src, 0, 20000);
+	ss[0] = (struct ibv_sge){ (uintptr_t)src, 12345, mr->lkey };
+	ss[1] = (struct ibv_sge){ (uintptr_t)src + 12345, 7655, mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 4, .sg_list = ss, .num_sge = 2,
+				   .opcode = IBV_WR_RDMA_READ,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.wr.rdma.remote_addr = (uintptr_t)dst;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(!post(a.qp, &wr), "post RDMA_READ");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 20000,
+	      "read completion %s len %u", ibv_wc_status_str(wc.status),
+	      wc.byte_len);
+	CHECK(!memcmp(src, dst, 20000), "RDMA_READ data");
+
+	/* atomics */
+	atom = (uint64_t *)(dst + 4096);
+	*atom = 100;
+	ss[0] = (struct ibv_sge){ (uintptr_t)src, 8, mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 5, .sg_list = ss, .num_sge = 1,
+				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.wr.atomic.remote_addr = (uintptr_t)atom;
+	wr.wr.atomic.rkey = mr->rkey;
+	wr.wr.atomic.compare_add = 23;
+	CHECK(!post(a.qp, &wr), "post FETCH_ADD");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_FETCH_ADD && wc.byte_len == 8,
+	      "fetch-add completion %s", ibv_wc_status_str(wc.status));
+	CHECK(*atom == 123 && *(uint64_t *)src == 100,
+	      "fetch-add: memory %llu, returned %llu",
+	      (unsigned long long)*atom, (unsigned long long)*(uint64_t *)src);
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 123;
+	wr.wr.atomic.swap = 7;
+	CHECK(!post(a.qp, &wr), "post CMP_AND_SWP");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_COMP_SWAP, "cmp-swap completion");
+	CHECK(*atom == 7 && *(uint64_t *)src == 123, "cmp-swap swapped");
+	wr.wr.atomic.compare_add = 999;
+	wr.wr.atomic.swap = 8;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS, "cmp-swap (no match)");
+	CHECK(*atom == 7 && *(uint64_t *)src == 7,
+	      "cmp-swap without match leaves memory, returns it");
+
+	/* zero-length SEND and WRITE; inline SEND */
+	CHECK(!post_recv(b.qp, 79, rs, 1), "post_recv");
+	wr = (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && wc.byte_len == 0,
+	      "zero-length send");
+	CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.byte_len == 0 && wc.wr_id == 79, "zero-length recv");
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.rkey = 0xdeadbeef;	/* not checked for 0 bytes */
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS, "zero-length write");
+	CHECK(!post_recv(b.qp, 80, rs, 1), "post_recv");
+	memcpy(src, "inline data here", 17);
+	ss[0] = (struct ibv_sge){ (uintptr_t)src, 17, 0 };
+	wr = (struct ibv_send_wr){ .wr_id = 7, .sg_list = ss, .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED |
+						 IBV_SEND_INLINE };
+	CHECK(!post(a.qp, &wr), "post inline send");
+	memset(src, 0, 17);	/* inline: the data was copied at post */
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS,
+	      "inline send completion");
+	CHECK(!wait_wc(b.cq, &wc) && wc.byte_len == 17 &&
+	      !memcmp(dst, "inline data here", 17), "inline data arrived");
+
+	/* inline beyond max_inline_data: EINVAL at post */
+	ss[0].length = 4096;
+	CHECK(post(a.qp, &wr) == EINVAL, "inline too long: EINVAL");
+
+	free_end(&a);
+	free_end(&b);
+}
+
+static void test_rc_errors(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	struct ibv_wc wc;
+	struct ibv_sge s = { (uintptr_t)buf, 4096, mr->lkey };
+	struct ibv_send_wr wr;
+	struct ibv_mr *ro;
+
+	printf("-- RC error paths\n");
+	/* bad rkey: REM_ACCESS_ERR, both QPs to ERR, the rest flushed */
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "pair");
+		return;
+	}
+	CHECK(!post_recv(b.qp, 90, &s, 1), "post_recv");
+	CHECK(!post_recv(a.qp, 91, &s, 1), "post_recv");
+	wr = (struct ibv_send_wr){ .wr_id = 10, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + BUF / 2;
+	wr.wr.rdma.rkey = mr->rkey ^ 0x5a00;	/* another index */
+	CHECK(!post(a.qp, &wr), "post write with a bad rkey");
+	CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 10 &&
+	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "bad rkey: %s (unsignaled WR still completes in error)",
+	      ibv_wc_status_str(wc.status));
+	CHECK(qp_state(a.qp) == IBV_QPS_ERR, "requester QP in ERR");
+	CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 91 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR, "requester RQ flushed: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(qp_state(b.qp) == IBV_QPS_ERR, "responder QP in ERR");
+	CHECK(!wait_wc(b.cq, &wc) && wc.wr_id == 90 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR, "responder RQ flushed");
+	wr.wr_id = 11;
+	CHECK(!post(a.qp, &wr), "post in ERR");
+	CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 11 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR, "WR posted in ERR flushed");
+	CHECK(!post_recv(a.qp, 92, &s, 1), "post_recv in ERR");
+	CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 92 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR, "recv posted in ERR flushed");
+	free_end(&a);
+	free_end(&b);
+
+	/* the MR lacks REMOTE_WRITE; the QP lacks REMOTE_READ */
+	ro = ibv_reg_mr(pd, buf + BUF / 2, 8192, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_READ);
+	CHECK(ro != NULL, "reg read-only MR");
+	if (!ro || make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE, 7))
+		return;
+	wr = (struct ibv_send_wr){ .wr_id = 12, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + BUF / 2;
+	wr.wr.rdma.rkey = ro->rkey;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "write to MR without REMOTE_WRITE: %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		     7);
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "read from QP without REMOTE_READ: %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+
+	/* bounds: one byte past the MR */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+		     7);
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + BUF / 2 + 8192 - 4095;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_ACCESS_ERR, "read past the MR's end: %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+	ibv_dereg_mr(ro);
+
+	/* local: a bad lkey */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		     7);
+	s.lkey ^= 0x100;
+	wr = (struct ibv_send_wr){ .wr_id = 13, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_LOC_PROT_ERR, "bad lkey: %s",
+	      ibv_wc_status_str(wc.status));
+	s.lkey ^= 0x100;
+	free_end(&a);
+	free_end(&b);
+
+	/* atomics: misaligned remote address */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+		     IBV_ACCESS_REMOTE_ATOMIC, 7);
+	s.length = 8;
+	wr = (struct ibv_send_wr){ .wr_id = 14, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD };
+	wr.wr.atomic.remote_addr = (uintptr_t)buf + BUF / 2 + 4;
+	wr.wr.atomic.rkey = mr->rkey;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_INV_REQ_ERR, "misaligned atomic: %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+
+	/* RNR: no receive WQE, rnr_retry 0 */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 0);
+	wr = (struct ibv_send_wr){ .wr_id = 15, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_RNR_RETRY_EXC_ERR, "RNR, no retry: %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+
+	/* RNR with retries for ever: the send completes once a receive is
+	 * posted (the receive doorbell resumes it)
+	 */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7);
+	s.length = 100;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK(!post(a.qp, &wr), "send before any receive");
+	CHECK(no_wc(a.cq), "send waits (RNR)");
+	CHECK(!post_recv(b.qp, 93, &s, 1), "post the receive");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 15, "send completed after the receive: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!wait_wc(b.cq, &wc) && wc.wr_id == 93 && wc.byte_len == 100,
+	      "receive completed");
+
+	/* a receive WQE with a stale lkey: responder LOC_PROT_ERR */
+	s.lkey ^= 0x300;
+	CHECK(!post_recv(b.qp, 95, &s, 1), "post receive with a bad lkey");
+	s.lkey ^= 0x300;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_OP_ERR,
+	      "send into a bad receive WQE: requester %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!wait_wc(b.cq, &wc) && wc.wr_id == 95 &&
+	      wc.status == IBV_WC_LOC_PROT_ERR, "responder %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7);
+
+	/* receive buffer too small: responder LOC_LEN_ERR */
+	s.length = 50;
+	CHECK(!post_recv(b.qp, 94, &s, 1), "post small receive");
+	s.length = 100;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_REM_INV_REQ_ERR,
+	      "send larger than the receive: requester %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!wait_wc(b.cq, &wc) && wc.wr_id == 94 &&
+	      wc.status == IBV_WC_LOC_LEN_ERR, "responder %s",
+	      ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+}
+
+/* The provider's send doorbell, rung by hand. */
+static int send_doorbell(struct ibv_qp *qp)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct ibv_post_send cmd = {};
+
+	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	cmd.hdr.in_words = sizeof(cmd) / 4;
+	cmd.hdr.out_words = sizeof(resp) / 4;
+	cmd.response = (uintptr_t)&resp;
+	cmd.qp_handle = qp->handle;
+	cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(qp->context->cmd_fd, &cmd, sizeof(cmd)) == sizeof(cmd) ?
+	       0 : -1;
+}
+
+/* Garbage in the send ring: error completions or a QP in error. */
+static void test_garbage_ring(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	struct softmr_qp *sq;
+	struct softmr_send_wqe *w;
+	struct ibv_sge s = { (uintptr_t)buf, 64, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+	int i;
+
+	printf("-- garbage in the send ring\n");
+	static const struct {
+		uint32_t opcode, flags, num_sge, lkey;
+		enum ibv_wc_status status;
+	} bad[] = {
+		{ 200, 0, 1, 0, IBV_WC_LOC_QP_OP_ERR },		/* opcode */
+		{ IBV_WR_SEND, 0x1000, 1, 0, IBV_WC_LOC_QP_OP_ERR },/* flags */
+		{ IBV_WR_SEND, 0, 100000, 0, IBV_WC_LOC_QP_OP_ERR },/* SGEs */
+		{ IBV_WR_SEND, 0, 1, 0x12345678, IBV_WC_LOC_PROT_ERR },
+		{ IBV_WR_SEND, SOFTMR_SEND_INLINE, 1 << 30, 0,
+		  IBV_WC_LOC_LEN_ERR },
+	};
+
+	for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7);
+		post_recv(b.qp, 1, &s, 1);
+		sq = to_sqp(a.qp);
+		w = (void *)((uint8_t *)sq->sq.hdr + SOFTMR_WQ_HDR_SIZE +
+			     (sq->sq.prod & (sq->sq.num - 1)) * sq->sq.stride);
+		memset(w, 0xa5, sq->sq.stride);
+		w->wr_id = 1000 + i;
+		w->opcode = bad[i].opcode;
+		w->flags = bad[i].flags | SOFTMR_SEND_SIGNALED;
+		w->num_sge = bad[i].num_sge;
+		w->sge[0].addr = (uintptr_t)buf;
+		w->sge[0].length = 64;
+		w->sge[0].lkey = bad[i].lkey ? bad[i].lkey : mr->lkey;
+		sq->sq.prod++;
+		/* a valid WR after it rings the doorbell */
+		CHECK(!post(a.qp, &wr), "post after garbage");
+		CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 1000u + i &&
+		      wc.status == bad[i].status, "garbage %d: %s", i,
+		      ibv_wc_status_str(wc.status));
+		CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 1 &&
+		      wc.status == IBV_WC_WR_FLUSH_ERR,
+		      "the valid WR behind it flushed");
+		free_end(&a);
+		free_end(&b);
+	}
+
+	/* a producer index far beyond the ring: the QP goes to ERR */
+	make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7);
+	sq = to_sqp(a.qp);
+	sq->sq.hdr->producer += 1000000;
+	CHECK(!send_doorbell(a.qp), "doorbell with a wild producer index");
+	CHECK(qp_state(a.qp) == IBV_QPS_ERR, "QP in ERR after wild producer");
+	free_end(&a);
+	free_end(&b);
+}
+
+static void test_ud(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				  .qkey = 0x11111111 };
+	struct ibv_sge s = { (uintptr_t)buf, 1000, mr->lkey };
+	struct ibv_sge r = { (uintptr_t)buf + BUF / 2, 2048, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(42) };
+	struct ibv_wc wc;
+	struct ibv_ah *ah;
+	uint8_t *grh = buf + BUF / 2;
+	struct end *ends[2] = { &a, &b };
+	int i;
+
+	printf("-- UD sends\n");
+	for (i = 0; i < 2; i++) {
+		if (make_end(ends[i], IBV_QPT_UD, NULL)) {
+			CHECK(0, "UD QP");
+			return;
+		}
+		qa.qp_state = IBV_QPS_INIT;
+		CHECK(!ibv_modify_qp(ends[i]->qp, &qa, IBV_QP_STATE |
+				     IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_QKEY), "UD INIT");
+		qa.qp_state = IBV_QPS_RTR;
+		CHECK(!ibv_modify_qp(ends[i]->qp, &qa, IBV_QP_STATE), "UD RTR");
+		qa.qp_state = IBV_QPS_RTS;
+		CHECK(!ibv_modify_qp(ends[i]->qp, &qa, IBV_QP_STATE |
+				     IBV_QP_SQ_PSN), "UD RTS");
+	}
+	ah_attr.grh.sgid_index = gid_index;
+	ah_attr.grh.hop_limit = 64;
+	ibv_query_gid(ctx, 1, gid_index, &ah_attr.grh.dgid);
+	ah = ibv_create_ah(pd, &ah_attr);
+	CHECK(ah != NULL, "create AH: %s", strerror(errno));
+	if (!ah)
+		goto out;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = b.qp->qp_num;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	fill(buf, 1000, 9);
+	memset(grh, 0, 2048);
+	CHECK(!post_recv(b.qp, 5, &r, 1), "UD post_recv");
+	CHECK(!post(a.qp, &wr), "UD send");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS,
+	      "UD send completion");
+	CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.byte_len == 1040 && (wc.wc_flags & IBV_WC_GRH) &&
+	      wc.src_qp == a.qp->qp_num && ntohl(wc.imm_data) == 42,
+	      "UD recv: len %u flags %x src_qp %u", wc.byte_len, wc.wc_flags,
+	      wc.src_qp);
+	CHECK(!memcmp(grh + 40, buf, 1000), "UD payload after the GRH");
+	CHECK(grh[20] == 0x45 && grh[32] == 127 && grh[35] == 1,
+	      "GRH holds the IPv4 header from 127.0.0.1");
+
+	/* wrong Q_Key: silently dropped, the sender still succeeds */
+	wr.wr.ud.remote_qkey = 0x22222222;
+	CHECK(!post_recv(b.qp, 6, &r, 1), "UD post_recv");
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS, "send with a wrong Q_Key completes");
+	CHECK(no_wc(b.cq), "datagram with a wrong Q_Key dropped");
+	/* larger than the MTU: local length error */
+	s.length = 8192;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+	      wc.status == IBV_WC_LOC_LEN_ERR, "UD send beyond MTU: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!ibv_destroy_ah(ah), "destroy AH");
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+static void test_srq(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 2 } };
+	struct ibv_srq_attr mod = { .srq_limit = 3 };
+	struct end a = {}, b = {};
+	struct ibv_sge s = { (uintptr_t)buf, 64, mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND };
+	struct ibv_async_event ev;
+	struct ibv_recv_wr rwr = { .sg_list = &s, .num_sge = 1 }, *bad;
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+	struct pollfd pfd;
+	int i, got = 0;
+
+	printf("-- SRQ and its limit event\n");
+	srq = ibv_create_srq(pd, &sa);
+	CHECK(srq != NULL, "create SRQ: %s", strerror(errno));
+	if (!srq)
+		return;
+	CHECK(sa.attr.max_wr >= 16, "SRQ max_wr %u", sa.attr.max_wr);
+	for (i = 0; i < 5; i++) {
+		rwr.wr_id = 100 + i;
+		CHECK(!ibv_post_srq_recv(srq, &rwr, &bad), "post_srq_recv");
+	}
+	CHECK(!ibv_modify_srq(srq, &mod, IBV_SRQ_LIMIT), "arm limit 3");
+	mod.srq_limit = 1000;
+	CHECK(ibv_modify_srq(srq, &mod, IBV_SRQ_LIMIT) == EINVAL,
+	      "limit beyond the queue: EINVAL");
+	if (make_end(&a, IBV_QPT_RC, NULL) || make_end(&b, IBV_QPT_RC, srq) ||
+	    to_rts(a.qp, b.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 7, 1) ||
+	    to_rts(b.qp, a.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 7, 1)) {
+		CHECK(0, "SRQ pair");
+		goto out;
+	}
+	CHECK(post_recv(b.qp, 1, &s, 1) == EINVAL,
+	      "post_recv on a QP with an SRQ: EINVAL");
+	for (i = 0; i < 3; i++) {
+		wr.wr_id = i;
+		CHECK(!post(a.qp, &wr), "send into SRQ");
+		CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		      wc.wr_id == 100u + i, "SRQ WQE %d used in order", i);
+	}
+	pfd.fd = ctx->async_fd;
+	pfd.events = POLLIN;
+	while (poll(&pfd, 1, 1000) > 0 && !ibv_get_async_event(ctx, &ev)) {
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		    ev.element.srq == srq)
+			got++;
+		ibv_ack_async_event(&ev);
+		break;
+	}
+	CHECK(got == 1, "SRQ_LIMIT_REACHED once below 3 WQEs");
+	CHECK(!ibv_query_srq(srq, &mod) && mod.srq_limit == 0,
+	      "limit disarmed after the event");
+out:
+	free_end(&a);
+	free_end(&b);
+	CHECK(!ibv_destroy_srq(srq), "destroy SRQ");
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = argc > 1 ? argv[1] : "softmr0";
+	struct ibv_qp_init_attr bad_init = { .qp_type = IBV_QPT_XRC_SEND };
+	struct ibv_mr *mr, *odp, *imp;
+	uint8_t *buf;
+
+	ctx = st_open_dev(dev);
+	if (!ctx) {
+		printf("cannot open %s\n", dev);
+		return 1;
+	}
+	gid_index = find_gid();
+	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
+	pd = ibv_alloc_pd(ctx);
+	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(pd && mr, "PD and MR");
+	if (!mr)
+		return st_finish("softmr_qp");
+
+	bad_init.send_cq = bad_init.recv_cq = ibv_create_cq(ctx, 4, NULL,
+							     NULL, 0);
+	CHECK(!ibv_create_qp(pd, &bad_init), "XRC QP refused");
+	bad_init.qp_type = IBV_QPT_RC;
+	bad_init.cap.max_send_wr = 1 << 20;
+	CHECK_ERRNO(!ibv_create_qp(pd, &bad_init), EINVAL,
+		    "max_send_wr beyond max_qp_wr");
+	bad_init.cap.max_send_wr = 1;
+	bad_init.cap.max_send_sge = 1000;
+	CHECK_ERRNO(!ibv_create_qp(pd, &bad_init), EINVAL,
+		    "max_send_sge beyond the device's");
+	ibv_destroy_cq(bad_init.send_cq);
+
+	test_rc_ops(mr, buf, "pinned");
+	test_rc_errors(mr, buf);
+	test_garbage_ring(mr, buf);
+	test_ud(mr, buf);
+	test_srq(mr, buf);
+	CHECK(!ibv_dereg_mr(mr), "dereg");
+
+	odp = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND);
+	CHECK(odp != NULL, "ODP MR");
+	if (odp) {
+		/* drop the pages: every operation faults them back */
+		madvise(buf, BUF, MADV_DONTNEED);
+		test_rc_ops(odp, buf, "explicit ODP");
+		ibv_dereg_mr(odp);
+	}
+	imp = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND);
+	CHECK(imp != NULL, "implicit ODP MR");
+	if (imp) {
+		madvise(buf, BUF, MADV_DONTNEED);
+		test_rc_ops(imp, buf, "implicit ODP");
+		ibv_dereg_mr(imp);
+	}
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return st_finish("softmr_qp");
+}
