@@ -291,6 +291,16 @@ struct softmr_create_srq_resp {
 };
 
 /**
+ * struct softmr_modify_srq_cmd - driver part of modify_srq
+ * @wq_info_addr: user address of a struct softmr_wq_info; a resize
+ *	(IBV_SRQ_MAX_WR) writes the new ring's place there (modify_srq has no
+ *	response).  Pending WQEs keep their indices in the new ring.
+ */
+struct softmr_modify_srq_cmd {
+	__aligned_u64 wq_info_addr;
+};
+
+/**
  * struct softmr_create_ah_resp - driver part of create_ah
  * @ah_num: the number UD send WQEs name the address handle by
  * @reserved: zero

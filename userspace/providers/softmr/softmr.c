@@ -115,6 +115,29 @@ static struct ibv_mr *softmr_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+/* dma-buf import: the kernel attaches to the buffer and maps it. */
+static struct ibv_mr *softmr_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					   size_t length, uint64_t iova, int fd,
+					   int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr,
+				    NULL);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
 static int softmr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			   void *addr, size_t length, int access)
 {
@@ -148,8 +171,8 @@ struct softmr_resize_cq_resp {
 	struct softmr_create_cq_resp drv;
 };
 
-static int softmr_cq_map(struct softmr_cq *cq, int cmd_fd,
-			 const struct softmr_create_cq_resp *drv)
+int softmr_cq_map(struct softmr_cq *cq, int cmd_fd,
+		  const struct softmr_create_cq_resp *drv)
 {
 	void *p;
 
@@ -398,6 +421,7 @@ static const struct verbs_context_ops softmr_ctx_ops = {
 	.alloc_dm = softmr_alloc_dm,
 	.alloc_pd = softmr_alloc_pd,
 	.create_cq = softmr_create_cq,
+	.create_cq_ex = softmr_create_cq_ex,
 	.dealloc_pd = softmr_dealloc_pd,
 	.dereg_mr = softmr_dereg_mr,
 	.destroy_cq = softmr_destroy_cq,
@@ -407,6 +431,7 @@ static const struct verbs_context_ops softmr_ctx_ops = {
 	.query_port = softmr_query_port,
 	.poll_cq = softmr_poll_cq,
 	.reg_dm_mr = softmr_reg_dm_mr,
+	.reg_dmabuf_mr = softmr_reg_dmabuf_mr,
 	.reg_mr = softmr_reg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 	.rereg_mr = softmr_rereg_mr,

@@ -33,6 +33,9 @@ struct softmr_cq {
 	struct softmr_ring_hdr *ring;
 	size_t map_size;
 	uint32_t num;
+	/* extended CQs: the entry start_poll/next_poll stand on */
+	uint32_t ex_cons;
+	const struct ib_uverbs_wc *ex_cur;
 };
 
 static inline struct softmr_cq *to_scq(struct ibv_cq *ibcq)
@@ -106,5 +109,12 @@ static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct softmr_context, ibv_ctx.context);
 }
+
+/* softmr.c */
+int softmr_cq_map(struct softmr_cq *cq, int cmd_fd,
+		  const struct softmr_create_cq_resp *drv);
+/* softmr_cq_ex.c */
+struct ibv_cq_ex *softmr_create_cq_ex(struct ibv_context *ctx,
+				      struct ibv_cq_init_attr_ex *attr);
 
 #endif /* SOFTMR_PROVIDER_H */

@@ -837,9 +837,36 @@ err_free:
 static int softmr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 			     int attr_mask)
 {
-	struct ibv_modify_srq cmd = {};
+	struct softmr_srq *srq = to_ssrq(ibsrq);
+	struct softmr_wq_info info = {};
+	struct {
+		struct ibv_modify_srq ibv_cmd;
+		struct softmr_modify_srq_cmd drv;
+	} cmd = {};
+	struct softmr_wq nrq;
+	int err;
 
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+					  sizeof(cmd.ibv_cmd));
+	/* resize: nothing is posted while the kernel moves the ring */
+	cmd.drv.wq_info_addr = (uintptr_t)&info;
+	pthread_spin_lock(&srq->rq.lock);
+	err = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (!err) {
+		nrq = srq->rq;
+		err = softmr_wq_map(&nrq, ibsrq->context->cmd_fd, &info);
+		if (!err) {
+			munmap(srq->rq.hdr, srq->rq.map_size);
+			srq->rq.hdr = nrq.hdr;
+			srq->rq.map_size = nrq.map_size;
+			srq->rq.num = nrq.num;
+			srq->rq.stride = nrq.stride;
+		}
+	}
+	pthread_spin_unlock(&srq->rq.lock);
+	return err;
 }
 
 static int softmr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)

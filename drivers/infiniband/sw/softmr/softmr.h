@@ -11,6 +11,8 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/dma-resv.h>
+#include <linux/iosys-map.h>
 #include <linux/genalloc.h>
 #include <linux/list.h>
 #include <linux/refcount.h>
@@ -81,6 +83,9 @@ enum softmr_counter {
 	SOFTMR_CNT_RNR_WAITS,
 	SOFTMR_CNT_ERR_COMPLETIONS,
 	SOFTMR_CNT_UD_DROPS,
+	SOFTMR_CNT_DMABUF_MRS,
+	SOFTMR_CNT_DMABUF_MOVES,
+	SOFTMR_CNT_DMABUF_REMAPS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -177,6 +182,7 @@ enum softmr_mr_kind {
 	SOFTMR_MR_ODP,		/* explicit ODP: faulted on access */
 	SOFTMR_MR_IMPLICIT,	/* implicit ODP: the whole address space */
 	SOFTMR_MR_DM,		/* device memory: zero based */
+	SOFTMR_MR_DMABUF,	/* dma-buf import, dynamic or pinned */
 };
 
 /**
@@ -212,6 +218,11 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @pages: pinned: every PAGE_SIZE page of the MR, in order
  * @npages: entries in @pages
  * @dm_kaddr: DM MRs: kernel address of the MR's first byte
+ * @dmabuf: dma-buf MRs: the import
+ * @dmabuf_offset: dma-buf MRs: offset of the MR's first byte in the buffer
+ * @dmabuf_map: dma-buf MRs: the exporter's vmap of the buffer, while mapped
+ * @dmabuf_mapped: dma-buf MRs: @dmabuf_map is valid (under the dma_resv lock)
+ * @dmabuf_pinned: dma-buf MRs: a pinned import, mapped for its lifetime
  * @odp: explicit ODP umem, or the implicit root
  * @children: implicit: struct softmr_odp_child by chunk index
  * @imp_lock: implicit: serialises child creation, use and release
@@ -234,6 +245,11 @@ struct softmr_mr {
 	struct page **pages;
 	unsigned long npages;
 	void *dm_kaddr;
+	struct ib_umem_dmabuf *dmabuf;
+	u64 dmabuf_offset;
+	struct iosys_map dmabuf_map;
+	bool dmabuf_mapped;
+	bool dmabuf_pinned;
 	struct ib_umem_odp *odp;
 	struct xarray children;
 	struct mutex imp_lock;		/* children: creation, users, release */
@@ -666,5 +682,20 @@ extern const struct uapi_definition softmr_uapi_defs[];
 void softmr_fill_query_device_resp(struct softmr_dev *sdev,
 				   struct softmr_ucontext *suc,
 				   struct softmr_query_device_resp *resp);
+
+/* dma-buf MRs (softmr_dmabuf.c) */
+struct ib_mr *softmr_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+					u64 length, u64 iova, int fd,
+					int access,
+					struct uverbs_attr_bundle *attrs);
+int softmr_dmabuf_lock(struct softmr_mr *a, struct softmr_mr *b,
+		       struct ww_acquire_ctx *ctx);
+void softmr_dmabuf_unlock(struct softmr_mr *a, struct softmr_mr *b,
+			  struct ww_acquire_ctx *ctx);
+void *softmr_dmabuf_kaddr(struct softmr_mr *mr, u64 iova);
+struct page *softmr_dmabuf_page(struct softmr_mr *mr, u64 iova,
+				unsigned int *pofs);
+void softmr_dmabuf_release(struct softmr_mr *mr);
+void softmr_mr_abort(struct softmr_mr *mr);
 
 #endif /* SOFTMR_H */

@@ -238,7 +238,8 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	/* atomics are CPU atomics on the memory: global */
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
-				 IB_DEVICE_SYS_IMAGE_GUID;
+				 IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_SRQ_RESIZE;
 	/*
 	 * ODP: MRs fault on access, and the engine reaches every MR through
 	 * the MR access API, so every RC and UD operation works on ODP MRs.

@@ -160,6 +160,9 @@ static void softmr_mr_release(struct softmr_mr *mr)
 	case SOFTMR_MR_IMPLICIT:
 		softmr_odp_release_implicit(mr);
 		break;
+	case SOFTMR_MR_DMABUF:
+		softmr_dmabuf_release(mr);
+		break;
 	case SOFTMR_MR_DMA:
 	case SOFTMR_MR_DM:
 		break;
@@ -169,8 +172,11 @@ static void softmr_mr_release(struct softmr_mr *mr)
 	kfree_rcu(mr, rcu);
 }
 
-/* Undo a registration whose key was reserved but never published. */
-static void softmr_mr_abort(struct softmr_mr *mr)
+/**
+ * softmr_mr_abort() - undo a registration that was never published
+ * @mr: from softmr_mr_create(), its memory (if any) set up
+ */
+void softmr_mr_abort(struct softmr_mr *mr)
 {
 	if (mr->ibmr.lkey)
 		xa_erase(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS);
@@ -454,6 +460,9 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		/* ib_core sets ibmr->pd for IB_MR_REREG_PD */
 		return NULL;
 	}
+	/* a new translation needs the dma-buf fd again: register anew */
+	if (old->kind == SOFTMR_MR_DMABUF)
+		return ERR_PTR(-EOPNOTSUPP);
 
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->va;

@@ -4,7 +4,8 @@
  * later dma-buf and device memory users) reach the memory behind an MR.
  * It checks bounds and permissions and handles every MR kind: pinned pages,
  * ODP (faulted in and held valid against invalidation while copied), the
- * children of implicit ODP MRs and kernel DMA addresses.
+ * children of implicit ODP MRs, kernel DMA addresses, device memory and
+ * dma-buf imports.
  */
 
 #include <linux/dma-direct.h>
@@ -91,6 +92,28 @@ static int softmr_dma_copy(struct softmr_mr *mr, u64 iova, void *buf,
 	return 0;
 }
 
+/* dma-buf MR: through the exporter's vmap, under its dma_resv lock. */
+static int softmr_dmabuf_copy(struct softmr_mr *mr, u64 iova, void *buf,
+			      u64 len, enum softmr_copy_dir dir)
+{
+	struct ww_acquire_ctx ctx;
+	void *p;
+	int err;
+
+	err = softmr_dmabuf_lock(mr, NULL, &ctx);
+	if (err)
+		return err;
+	p = softmr_dmabuf_kaddr(mr, iova);
+	if (!p)
+		err = -EFAULT;
+	else if (dir == SOFTMR_TO_MR)
+		memcpy(p, buf, len);
+	else
+		memcpy(buf, p, len);
+	softmr_dmabuf_unlock(mr, NULL, &ctx);
+	return err;
+}
+
 /**
  * softmr_mr_copy() - copy between an MR and a kernel buffer
  * @mr: the MR, referenced by the caller
@@ -125,6 +148,8 @@ int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		return softmr_odp_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_DMA:
 		return softmr_dma_copy(mr, iova, buf, len, dir);
+	case SOFTMR_MR_DMABUF:
+		return softmr_dmabuf_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_DM:
 		if (dir == SOFTMR_TO_MR)
 			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);

@@ -100,6 +100,10 @@ void softmr_qp_set_error(struct softmr_qp *qp)
 	softmr_qp_kick(qp);
 }
 
+/* Lock classes of send queues, apart from receive queues (nested in them). */
+static struct lock_class_key softmr_sq_lock_key;
+static struct lock_class_key softmr_sq_post_lock_key;
+
 static int softmr_qp_check_cap(struct softmr_dev *sdev,
 			       struct ib_qp_init_attr *init)
 {
@@ -205,6 +209,9 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			     SOFTMR_SEND_WQE_HDR_SIZE, udata, &resp.sq);
 	if (err)
 		goto err_engine;
+	/* a send queue's lock is held while the peer's receive queue is used */
+	lockdep_set_class(&qp->sq.lock, &softmr_sq_lock_key);
+	lockdep_set_class(&qp->sq.post_lock, &softmr_sq_post_lock_key);
 	qp->max_inline = min_t(u32, qp->sq.stride - SOFTMR_SEND_WQE_HDR_SIZE,
 			       SOFTMR_MAX_INLINE);
 	if (!qp->srq) {

@@ -62,24 +62,105 @@ err_count:
 	return err;
 }
 
+/* Move the fields of a ring, not its locks. */
+static void softmr_wq_swap_ring(struct softmr_wq *a, struct softmr_wq *b)
+{
+	swap(a->hdr, b->hdr);
+	swap(a->bytes, b->bytes);
+	swap(a->num, b->num);
+	swap(a->stride, b->stride);
+	swap(a->max_sge, b->max_sge);
+	swap(a->cons, b->cons);
+	swap(a->prod, b->prod);
+	swap(a->wqe, b->wqe);
+	swap(a->sgl, b->sgl);
+	swap(a->mmap_entry, b->mmap_entry);
+}
+
+/*
+ * Resize: a new ring with the pending WQEs at their indices, swapped in
+ * under the consumer lock and the producer lock.  A user SRQ learns the new
+ * ring's place through cmd.wq_info_addr and maps it; the provider holds its
+ * own lock meanwhile, so nothing is posted to the old ring.
+ */
+static int softmr_srq_resize(struct softmr_srq *srq, u32 max_wr,
+			     struct ib_udata *udata)
+{
+	struct softmr_dev *sdev = to_sdev(srq->ibsrq.device);
+	struct softmr_modify_srq_cmd cmd = {};
+	struct softmr_wq_info info = {};
+	struct softmr_wq *rq = &srq->rq;
+	struct softmr_wq nwq = {};
+	unsigned long flags;
+	u32 prod, i;
+	int err;
+
+	if (!max_wr || max_wr > sdev->attr.max_srq_wr)
+		return -EINVAL;
+	if (udata) {
+		if (udata->inlen < sizeof(cmd))
+			return -EINVAL;
+		err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+		if (err)
+			return err;
+	}
+	err = softmr_wq_init(&nwq, max_wr, rq->max_sge, 0,
+			     SOFTMR_RECV_WQE_HDR_SIZE, udata, &info);
+	if (err)
+		return err;
+
+	mutex_lock(&rq->lock);
+	spin_lock_irqsave(&rq->post_lock, flags);
+	prod = rq->is_user ? READ_ONCE(rq->hdr->producer) : rq->prod;
+	if (prod - rq->cons > nwq.num || nwq.stride < rq->stride) {
+		err = -EINVAL;	/* fewer slots than WQEs waiting */
+	} else {
+		for (i = rq->cons; i != prod; i++)
+			memcpy(softmr_wq_slot(&nwq, i), softmr_wq_slot(rq, i),
+			       rq->stride);
+		nwq.cons = rq->cons;
+		nwq.prod = prod;
+		nwq.hdr->producer = prod;
+		nwq.hdr->consumer = rq->cons;
+		nwq.max_sge = rq->max_sge;
+		softmr_wq_swap_ring(rq, &nwq);
+	}
+	spin_unlock_irqrestore(&rq->post_lock, flags);
+	mutex_unlock(&rq->lock);
+	softmr_wq_cleanup(&nwq);	/* the old ring, or the unused new one */
+	if (err || !udata)
+		return err;
+	info.num = rq->num;
+	if (copy_to_user(u64_to_user_ptr(cmd.wq_info_addr), &info,
+			 sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
 /**
  * softmr_modify_srq() - the modify_srq verb
  * @ibsrq: the SRQ
- * @attr: srq_limit to arm
- * @mask: IB_SRQ_LIMIT; IB_SRQ_MAX_WR (resizing) is not supported
- * @udata: unused
+ * @attr: srq_limit to arm, max_wr to resize to
+ * @mask: IB_SRQ_LIMIT, IB_SRQ_MAX_WR
+ * @udata: user SRQs: struct softmr_modify_srq_cmd (for a resize)
  *
- * Return: 0, -EINVAL for a limit beyond the queue or a resize.
+ * Return: 0, -EINVAL for a limit beyond the queue or a size below the
+ * WQEs waiting or above max_srq_wr, -EFAULT, -ENOMEM.
  */
 int softmr_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		      enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct softmr_srq *srq = to_ssrq(ibsrq);
 
+	int err;
+
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
-	if (mask & IB_SRQ_MAX_WR)
-		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR) {
+		err = softmr_srq_resize(srq, attr->max_wr, udata);
+		if (err)
+			return err;
+	}
 	if (mask & IB_SRQ_LIMIT) {
 		if (attr->srq_limit > srq->rq.num)
 			return -EINVAL;

@@ -30,6 +30,9 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_RNR_WAITS].name = "rnr_waits",
 	[SOFTMR_CNT_ERR_COMPLETIONS].name = "error_completions",
 	[SOFTMR_CNT_UD_DROPS].name = "ud_drops",
+	[SOFTMR_CNT_DMABUF_MRS].name = "dmabuf_mrs",
+	[SOFTMR_CNT_DMABUF_MOVES].name = "dmabuf_moves",
+	[SOFTMR_CNT_DMABUF_REMAPS].name = "dmabuf_remaps",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
@@ -59,6 +62,7 @@ static const char *const softmr_mr_kind_names[] = {
 	[SOFTMR_MR_ODP] = "odp",
 	[SOFTMR_MR_IMPLICIT] = "implicit",
 	[SOFTMR_MR_DM] = "dm",
+	[SOFTMR_MR_DMABUF] = "dmabuf",
 };
 
 /**
@@ -84,6 +88,12 @@ int softmr_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	if (mr->kind == SOFTMR_MR_ODP &&
 	    rdma_nl_put_driver_u64(msg, "mapped_pages",
 				   READ_ONCE(mr->odp->npages)))
+		goto err;
+	if (mr->kind == SOFTMR_MR_DMABUF &&
+	    (rdma_nl_put_driver_string(msg, "import", mr->dmabuf_pinned ?
+				       "pinned" : "dynamic") ||
+	     rdma_nl_put_driver_u32(msg, "mapped",
+				    READ_ONCE(mr->dmabuf_mapped))))
 		goto err;
 	if (mr->kind == SOFTMR_MR_IMPLICIT) {
 		xa_for_each(&mr->children, index, child)

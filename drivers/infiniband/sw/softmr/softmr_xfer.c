@@ -10,7 +10,10 @@
  * faults while it holds a umem_mutex: it faults both sides first (each
  * alone), then takes both mutexes in address order and checks that nothing
  * was invalidated in between; if something was, it drops both and faults
- * again.  Bounds and permissions are the caller's job (softmr_mr_check()).
+ * again.  A dynamic dma-buf MR's dma_resv lock is taken before either
+ * (softmr_dmabuf_lock()) and held over the copy, so the exporter cannot
+ * move the buffer under it.  Bounds and permissions are the caller's job
+ * (softmr_mr_check()).
  */
 
 #include <linux/dma-direct.h>
@@ -114,6 +117,8 @@ static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
 		p = mr->dm_kaddr + (iova - mr->iova);
 		*pofs = offset_in_page(p);
 		return vmalloc_to_page(p);
+	case SOFTMR_MR_DMABUF:
+		return softmr_dmabuf_page(mr, iova, pofs);
 	case SOFTMR_MR_DMA:
 		phys = dma_to_phys(mr->sdev->ibdev.dma_device, iova);
 		if (!pfn_valid(PHYS_PFN(phys)))
@@ -168,6 +173,7 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 	while (len) {
 		u64 n = min_t(u64, len, SOFTMR_XFER_CHUNK);
 		struct softmr_span ss, ds;
+		struct ww_acquire_ctx ww;
 		int err;
 
 		err = softmr_span_get(&ss, src, siova, &n, false);
@@ -178,11 +184,18 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 			softmr_span_put(&ss);
 			return -ENXIO;
 		}
+		err = softmr_dmabuf_lock(src, dst, &ww);
+		if (err) {
+			softmr_span_put(&ds);
+			softmr_span_put(&ss);
+			return src->kind == SOFTMR_MR_DMABUF ? -EFAULT : -ENXIO;
+		}
 		err = softmr_spans_lock(&ss, siova, &ds, diova, n);
 		if (!err) {
 			err = softmr_copy_spans(&ds, diova, &ss, siova, n);
 			softmr_spans_unlock(&ss, &ds);
 		}
+		softmr_dmabuf_unlock(src, dst, &ww);
 		softmr_span_put(&ds);
 		softmr_span_put(&ss);
 		if (err == -EAGAIN) {
@@ -216,6 +229,7 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 		     u64 compare_add, u64 swap, u64 *orig)
 {
 	struct softmr_span s, none = {};
+	struct ww_acquire_ctx ww;
 	unsigned int pofs;
 	struct page *page;
 	u64 n = sizeof(u64);
@@ -226,9 +240,16 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 		err = softmr_span_get(&s, mr, iova, &n, true);
 		if (err)
 			return err;
-		err = softmr_spans_lock(&s, iova, &none, 0, n);
-		if (err)
+		err = softmr_dmabuf_lock(mr, NULL, &ww);
+		if (err) {
 			softmr_span_put(&s);
+			return err;
+		}
+		err = softmr_spans_lock(&s, iova, &none, 0, n);
+		if (err) {
+			softmr_dmabuf_unlock(mr, NULL, &ww);
+			softmr_span_put(&s);
+		}
 	} while (err == -EAGAIN);
 
 	page = softmr_span_page(&s, iova, &pofs);
@@ -244,6 +265,7 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 	kunmap_local(kaddr);
 out:
 	softmr_spans_unlock(&s, &none);
+	softmr_dmabuf_unlock(mr, NULL, &ww);
 	softmr_span_put(&s);
 	return err;
 }
