@@ -168,7 +168,8 @@ static void softmr_test_query_device(struct kunit *test)
 			IB_ODP_SUPPORT_SRQ_RECV);
 	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ON_DEMAND_PAGING);
 	KUNIT_EXPECT_EQ(test, a->device_cap_flags,
-			IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID);
+			IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
+			IB_DEVICE_SRQ_RESIZE);
 
 	ib_get_device_fw_str(&sdev->ibdev, fw);
 	KUNIT_EXPECT_STREQ(test, fw, "0.1.0");

@@ -432,6 +432,112 @@ out:
 	CHECK(!ibv_destroy_srq(srq), "destroy SRQ");
 }
 
+/* UC QP to RTS: the UC attribute masks (no RNR, retries, read limits). */
+static int uc_to_rts(struct ibv_qp *qp, uint32_t remote)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = remote;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.sgid_index = gid_index;
+	if (ibv_query_gid(ctx, 1, gid_index, &a.ah_attr.grh.dgid))
+		return -1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/*
+ * UC: writes, writes with immediate and sends arrive with their data; what
+ * goes wrong at the responder (bad rkey, no receive posted) is a lost
+ * message, not an error: the sender completes successfully and both QPs
+ * stay usable.  RDMA READ and atomics are refused at post time.
+ */
+static void test_uc(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	uint8_t *src = buf, *dst = buf + BUF / 2;
+	struct ibv_sge s, r;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+
+	printf("-- UC QPs\n");
+	if (make_end(&a, IBV_QPT_UC, NULL) || make_end(&b, IBV_QPT_UC, NULL) ||
+	    uc_to_rts(a.qp, b.qp->qp_num) || uc_to_rts(b.qp, a.qp->qp_num)) {
+		CHECK(0, "UC pair: %s", strerror(errno));
+		goto out;
+	}
+	fill(src, 8192, 5);
+	memset(dst, 0, 8192);
+	s = (struct ibv_sge){ (uintptr_t)src, 5000, mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.wr.rdma.remote_addr = (uintptr_t)dst + 10;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(!post(a.qp, &wr), "UC write");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RDMA_WRITE, "UC write completes");
+	CHECK(!memcmp(dst + 10, src, 5000), "UC write data");
+
+	/* a bad rkey: the message is lost, the sender does not know */
+	memset(dst, 0, 8192);
+	wr.wr.rdma.rkey = mr->rkey ^ 0x100;
+	wr.wr_id = 2;
+	CHECK(!post(a.qp, &wr), "UC write, bad rkey");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 2, "UC write with a bad rkey completes: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(dst[10] == 0, "nothing written");
+	CHECK(qp_state(a.qp) == IBV_QPS_RTS && qp_state(b.qp) == IBV_QPS_RTS,
+	      "both UC QPs still in RTS");
+
+	/* a send with no receive posted is lost; the next one arrives */
+	s.length = 100;
+	wr = (struct ibv_send_wr){ .wr_id = 3, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	CHECK(!post(a.qp, &wr), "UC send, no receive");
+	CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 3, "lost UC send completes");
+	CHECK(no_wc(b.cq), "no receive completion for it");
+	r = (struct ibv_sge){ (uintptr_t)dst, 4096, mr->lkey };
+	CHECK(!post_recv(b.qp, 30, &r, 1), "post_recv");
+	wr.wr_id = 4;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.imm_data = htonl(0xc0ffee);
+	CHECK(!post(a.qp, &wr), "UC send with imm");
+	CHECK(!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 30 && wc.byte_len == 100 &&
+	      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0xc0ffee && !(wc.wc_flags & IBV_WC_GRH),
+	      "UC receive: len %u flags %x", wc.byte_len, wc.wc_flags);
+	CHECK(!memcmp(dst, src, 100), "UC send data");
+	CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 4, "send completion");
+
+	/* RDMA READ is not a UC operation */
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK(post(a.qp, &wr) == EINVAL, "UC RDMA READ refused: EINVAL");
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
@@ -474,6 +580,7 @@ int main(int argc, char **argv)
 	test_garbage_ring(mr, buf);
 	test_ud(mr, buf);
 	test_srq(mr, buf);
+	test_uc(mr, buf);
 	CHECK(!ibv_dereg_mr(mr), "dereg");
 
 	odp = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |

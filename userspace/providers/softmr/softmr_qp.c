@@ -243,6 +243,8 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, enum ibv_wr_opcode op)
 		return true;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return qp->vqp.qp.qp_type == IBV_QPT_RC ||
+		       qp->vqp.qp.qp_type == IBV_QPT_UC;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -652,7 +654,9 @@ static struct ibv_qp *softmr_create_qp_ex(struct ibv_context *ctx,
 	struct softmr_qp *qp;
 	int err;
 
+	/* create flags: the kernel refuses every one (EOPNOTSUPP) */
 	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+				IBV_QP_INIT_ATTR_CREATE_FLAGS |
 				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;

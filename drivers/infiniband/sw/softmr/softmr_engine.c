@@ -190,6 +190,18 @@ static struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp)
 	return qp->srq ? &qp->srq->rq : &qp->rq;
 }
 
+/* UD and GSI QPs: datagrams, addressed by AH, GRH in front. */
+static bool softmr_qp_datagram(struct softmr_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* RC only: errors are reported to the requester; UC and UD drop. */
+static bool softmr_qp_reliable(struct softmr_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC;
+}
+
 static bool softmr_qp_receives(struct softmr_qp *qp)
 {
 	enum ib_qp_state s = READ_ONCE(qp->state);
@@ -262,7 +274,7 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 			wc.ex.imm_data = (__force __be32)req->wqe->imm_data;
 			wc.wc_flags |= IB_WC_WITH_IMM;
 		}
-		if (qp->ibqp.qp_type != IB_QPT_RC) {
+		if (softmr_qp_datagram(qp)) {
 			wc.wc_flags |= IB_WC_GRH;
 			/* kernel CQs report it as ib_wc.network_hdr_type */
 			if (!to_scq(qp->ibqp.recv_cq)->is_user)
@@ -366,7 +378,8 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 			  bool is_send)
 {
 	struct softmr_qp *peer = req->peer;
-	bool ud = peer->ibqp.qp_type != IB_QPT_RC;
+	bool ud = !softmr_qp_reliable(peer);	/* drops instead of NAKs */
+	bool dgram = softmr_qp_datagram(peer);
 	struct softmr_cursor d = {}, s = {};
 	struct softmr_recv_wqe *rwqe;
 	struct softmr_sgl *rsgl;
@@ -399,7 +412,7 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 					rsgl);
 	}
-	need = is_send ? req->len + (ud ? SOFTMR_GRH_BYTES : 0) : 0;
+	need = is_send ? req->len + (dgram ? SOFTMR_GRH_BYTES : 0) : 0;
 	if (st == IB_WC_SUCCESS && rsgl->len < need)
 		st = IB_WC_LOC_LEN_ERR;
 	if (st != IB_WC_SUCCESS) {
@@ -415,7 +428,7 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	err = 0;
 	if (is_send) {
 		d.sgl = rsgl;
-		if (ud) {
+		if (dgram) {
 			softmr_build_grh(grh, &req->av, req->len);
 			err = softmr_cursor_copy(&d, NULL, grh, sizeof(grh),
 						 IB_ACCESS_LOCAL_WRITE);
@@ -584,6 +597,8 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, u32 opcode)
 		return true;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return qp->ibqp.qp_type == IB_QPT_RC ||
+		       qp->ibqp.qp_type == IB_QPT_UC;
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
@@ -632,7 +647,7 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	unsigned long flags;
 	u32 qkey;
 
-	if (qp->ibqp.qp_type == IB_QPT_RC) {
+	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
 		spin_lock_irqsave(&qp->state_lock, flags);
 		req->av = qp->av;
 		spin_unlock_irqrestore(&qp->state_lock, flags);
@@ -641,7 +656,7 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 		if (!peer)
 			return IB_WC_RETRY_EXC_ERR;
 		req->peer = peer;
-		if (peer->ibqp.qp_type != IB_QPT_RC ||
+		if (peer->ibqp.qp_type != qp->ibqp.qp_type ||
 		    peer->attr.dest_qp_num != qp->ibqp.qp_num ||
 		    !softmr_qp_receives(peer))
 			return IB_WC_RETRY_EXC_ERR;
@@ -660,7 +675,7 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	qkey = wqe->wr.ud.remote_qkey;
 	if (qkey & 0x80000000)
 		qkey = qp->attr.qkey;
-	if (peer->ibqp.qp_type == IB_QPT_RC || !softmr_qp_receives(peer) ||
+	if (!softmr_qp_datagram(peer) || !softmr_qp_receives(peer) ||
 	    qkey != READ_ONCE(peer->attr.qkey)) {
 		softmr_qp_put(peer);
 		req->peer = NULL;
@@ -697,8 +712,9 @@ static int softmr_req_execute(struct softmr_req *req)
 			softmr_qp_set_error(peer);
 			return IB_WC_REM_OP_ERR;
 		}
-		if (!n) {
-			st = SOFTMR_RNR;
+		if (!n) {	/* UC: no RNR, the message is lost */
+			st = softmr_qp_reliable(peer) ? SOFTMR_RNR :
+			     IB_WC_SUCCESS;
 			goto out;
 		}
 		st = softmr_do_write(req);
@@ -774,6 +790,13 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	if (req->peer)
 		softmr_qp_put(req->peer);
 	softmr_sgl_release(&req->local);
+	/* UC has no acknowledgements: what went wrong remotely is a loss */
+	if (qp->ibqp.qp_type == IB_QPT_UC &&
+	    (st == IB_WC_REM_ACCESS_ERR || st == IB_WC_REM_INV_REQ_ERR ||
+	     st == IB_WC_REM_OP_ERR || st == IB_WC_RETRY_EXC_ERR)) {
+		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
+		st = IB_WC_SUCCESS;
+	}
 	return st;
 }
 
@@ -984,7 +1007,7 @@ static int softmr_post_send_one(struct softmr_qp *qp,
 		wqe->wr.atomic.swap = atomic_wr(wr)->swap;
 		break;
 	default:
-		if (qp->ibqp.qp_type != IB_QPT_RC) {
+		if (softmr_qp_datagram(qp)) {
 			wqe->wr.ud.ah = to_sah(ud_wr(wr)->ah)->num;
 			wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
 			wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
