@@ -43,6 +43,22 @@ enum softmr_ib_dm_alloc_attrs {
 	SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET = (1U << UVERBS_ID_NS_SHIFT),
 };
 
+/*
+ * A driver method of UVERBS_OBJECT_DM: export the allocation as a dma-buf
+ * (ibv_dm_export_dmabuf_fd()).  The kernel of the test environment has no
+ * UVERBS_OBJECT_DMABUF, so softmr offers it in its own namespace.
+ */
+enum softmr_ib_dm_methods {
+	SOFTMR_IB_METHOD_DM_EXPORT_DMABUF = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum softmr_ib_dm_export_attrs {
+	/* in: the DM handle */
+	SOFTMR_IB_ATTR_DM_EXPORT_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	/* out: s32, the new dma-buf file descriptor (O_RDWR | O_CLOEXEC) */
+	SOFTMR_IB_ATTR_DM_EXPORT_FD,
+};
+
 /* Device memory is read and written in units of this many bytes. */
 #define SOFTMR_DM_ACCESS_ALIGN	4
 

@@ -7,7 +7,9 @@
  * next to a plain MR in both directions (offset into the buffer, iova 0), the fd closed after registration,
  * and the registration errors: a range outside the buffer, a file that is
  * not a dma-buf, a closed fd, bad access flags, an iova whose page offset
- * differs from the offset's.
+ * differs from the offset's.  Device memory exported as a dma-buf
+ * (ibv_dm_export_dmabuf_fd) takes the same tests after ibv_free_dm(): the
+ * dma-buf keeps the memory, and a later allocation is zeroed.
  *
  * usage: softmr_dmabuf DEV
  */
@@ -83,6 +85,63 @@ static int heap_new(struct dbuf *d, size_t size)
 	d->cpu = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd,
 		      0);
 	return d->cpu == MAP_FAILED ? -1 : 0;
+}
+
+/*
+ * Device memory exported as a dma-buf; the DM is freed at once: the
+ * dma-buf keeps the memory, and the tests then run on it.
+ */
+static int dm_new(struct dbuf *d, size_t size)
+{
+	struct ibv_alloc_dm_attr a = { .length = size };
+	uint32_t pattern = 0x5eedf00d;
+	struct ibv_dm *dm;
+	uint32_t back = 0;
+
+	d->fd = -1;
+	d->memfd = -1;
+	d->size = size;
+	dm = ibv_alloc_dm(ctx, &a);
+	if (!dm)
+		return -1;
+	CHECK(!ibv_memcpy_to_dm(dm, 4096, &pattern, sizeof(pattern)),
+	      "memcpy_to_dm");
+	d->fd = ibv_dm_export_dmabuf_fd(dm);
+	CHECK(d->fd > 2, "ibv_dm_export_dmabuf_fd: %d (%s)", d->fd,
+	      strerror(errno));
+	if (d->fd >= 0) {
+		d->cpu = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      d->fd, 0);
+		CHECK(d->cpu != MAP_FAILED, "mmap of the DM dma-buf: %s",
+		      strerror(errno));
+		if (d->cpu != MAP_FAILED)
+			memcpy(&back, d->cpu + 4096, sizeof(back));
+		CHECK(back == pattern, "the dma-buf shows the DM's bytes");
+		CHECK(mmap(NULL, size + 4096, PROT_READ, MAP_SHARED, d->fd,
+			   0) == MAP_FAILED, "no mapping beyond the DM");
+	}
+	CHECK(!ibv_free_dm(dm), "free_dm while exported");
+	return d->fd >= 0 && d->cpu != MAP_FAILED ? 0 : -1;
+}
+
+/* A new allocation never shows what an earlier one held. */
+static void dm_reuse_zeroed(size_t size)
+{
+	struct ibv_alloc_dm_attr a = { .length = size };
+	uint8_t *back = calloc(1, size);
+	struct ibv_dm *dm = ibv_alloc_dm(ctx, &a);
+	size_t i;
+
+	CHECK(dm && back, "alloc_dm after the export is gone");
+	if (!dm || !back)
+		goto out;
+	CHECK(!ibv_memcpy_from_dm(back, dm, 0, size), "memcpy_from_dm");
+	for (i = 0; i < size && !back[i]; i++)
+		;
+	CHECK(i == size, "fresh DM is zeroed (byte %zu)", i);
+	ibv_free_dm(dm);
+out:
+	free(back);
 }
 
 static void dbuf_free(struct dbuf *d)
@@ -274,7 +333,7 @@ static void test_reg_errors(struct dbuf *d)
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
-	struct dbuf u = {}, h = {};
+	struct dbuf u = {}, h = {}, m = {};
 
 	ctx = st_open_dev(dev);
 	if (!ctx) {
@@ -295,6 +354,15 @@ int main(int argc, char **argv)
 		test_ops(&u, "udmabuf");
 	}
 	dbuf_free(&u);
+
+	CHECK(!dm_new(&m, BUF), "DM exported as a dma-buf: %s",
+	      strerror(errno));
+	if (m.fd >= 0 && m.cpu != MAP_FAILED) {
+		test_mixed(&m);
+		test_ops(&m, "DM dma-buf");
+	}
+	dbuf_free(&m);
+	dm_reuse_zeroed(BUF);
 
 	CHECK(!heap_new(&h, BUF), "system dma-heap: %s", strerror(errno));
 	if (h.fd >= 0) {

@@ -371,6 +371,25 @@ err_free:
 	return NULL;
 }
 
+/* The allocation as a dma-buf fd (softmr's DM method). */
+static int softmr_dm_export_dmabuf_fd(struct ibv_dm *ibdm)
+{
+	DECLARE_COMMAND_BUFFER(cmd, UVERBS_OBJECT_DM,
+			       SOFTMR_IB_METHOD_DM_EXPORT_DMABUF, 2);
+	int32_t fd = -1;
+	int ret;
+
+	fill_attr_in_obj(cmd, SOFTMR_IB_ATTR_DM_EXPORT_HANDLE,
+			 to_sdm(ibdm)->vdm.handle);
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_DM_EXPORT_FD, &fd);
+	ret = execute_ioctl(ibdm->context, cmd);
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	return fd;
+}
+
 static int softmr_free_dm(struct ibv_dm *ibdm)
 {
 	struct softmr_dm *dm = to_sdm(ibdm);
@@ -427,6 +446,7 @@ static const struct verbs_context_ops softmr_ctx_ops = {
 	.destroy_cq = softmr_destroy_cq,
 	.free_context = softmr_free_context,
 	.free_dm = softmr_free_dm,
+	.dm_export_dmabuf_fd = softmr_dm_export_dmabuf_fd,
 	.query_device_ex = softmr_query_device,
 	.query_port = softmr_query_port,
 	.poll_cq = softmr_poll_cq,

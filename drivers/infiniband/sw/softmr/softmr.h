@@ -14,6 +14,7 @@
 #include <linux/dma-resv.h>
 #include <linux/iosys-map.h>
 #include <linux/genalloc.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/refcount.h>
 #include <linux/xarray.h>
@@ -113,6 +114,7 @@ enum softmr_counter {
  * @ah_next: next AH number tried
  * @ah_count: AHs now
  * @counters: enum softmr_counter
+ * @dm_area: the device memory, referenced (allocations outlive the device)
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
  * @dm_mem: device memory, vmalloc_user()
  * @dm_size: its size (max_dm_size)
@@ -146,6 +148,7 @@ struct softmr_dev {
 
 	atomic64_t counters[SOFTMR_NUM_COUNTERS];
 
+	struct softmr_dm_area *dm_area;
 	struct gen_pool *dm_pool;
 	void *dm_mem;
 	size_t dm_size;
@@ -186,16 +189,50 @@ enum softmr_mr_kind {
 };
 
 /**
+ * struct softmr_dm_area - a device's device memory and its allocator
+ * @ref: the device's reference and one per allocation's memory
+ * @mem: vmalloc_user() memory
+ * @size: its length
+ * @pool: the allocator
+ */
+struct softmr_dm_area {
+	struct kref ref;
+	void *mem;
+	size_t size;
+	struct gen_pool *pool;
+};
+
+/**
+ * struct softmr_dm_chunk - the memory of one DM allocation
+ * @ref: the DM object's, its mmap entry's (until the last mapping goes)
+ *	and each exported dma-buf's; the range returns to the pool with the
+ *	last, so no mapping ever sees a later allocation's bytes
+ * @area: the area, referenced
+ * @addr: the pool address
+ * @offset: offset in the area
+ * @size: whole pages
+ */
+struct softmr_dm_chunk {
+	struct kref ref;
+	struct softmr_dm_area *area;
+	unsigned long addr;
+	u64 offset;
+	u64 size;
+};
+
+/**
  * struct softmr_dm - a device memory allocation
  * @ibdm: the ib_core DM
  * @offset: offset in the device's DM area, page aligned
  * @size: bytes reserved (whole pages)
+ * @chunk: the memory, referenced
  * @mmap_entry: the pages' mmap entry for the owning context
  */
 struct softmr_dm {
 	struct ib_dm ibdm;
 	u64 offset;
 	u64 size;
+	struct softmr_dm_chunk *chunk;
 	struct rdma_user_mmap_entry *mmap_entry;
 };
 
@@ -674,6 +711,8 @@ extern const struct ib_device_ops softmr_dev_ops;
 struct rdma_user_mmap_entry *
 softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 			 bool writable);
+void softmr_mmap_entry_hold_chunk(struct rdma_user_mmap_entry *rdma_entry,
+				  struct softmr_dm_chunk *chunk);
 int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 
@@ -697,5 +736,9 @@ struct page *softmr_dmabuf_page(struct softmr_mr *mr, u64 iova,
 				unsigned int *pofs);
 void softmr_dmabuf_release(struct softmr_mr *mr);
 void softmr_mr_abort(struct softmr_mr *mr);
+
+/* device memory lifetime and dma-buf export (softmr_dm.c, softmr_dm_export.c) */
+void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk);
+extern const struct uapi_definition softmr_dm_export_defs[];
 
 #endif /* SOFTMR_H */

@@ -32,6 +32,17 @@ static unsigned long softmr_dm_base(struct softmr_dev *sdev)
 	return roundup_pow_of_two(sdev->dm_size);
 }
 
+static void softmr_dm_area_release(struct kref *ref)
+{
+	struct softmr_dm_area *area = container_of(ref, struct softmr_dm_area,
+						   ref);
+
+	if (area->pool)
+		gen_pool_destroy(area->pool);
+	vfree(area->mem);
+	kfree(area);
+}
+
 /**
  * softmr_dm_init_dev() - set up a device's device memory
  * @sdev: the device
@@ -41,48 +52,67 @@ static unsigned long softmr_dm_base(struct softmr_dev *sdev)
 int softmr_dm_init_dev(struct softmr_dev *sdev)
 {
 	size_t size = PAGE_ALIGN((size_t)dm_size_kb * SZ_1K);
+	struct softmr_dm_area *area;
 
 	if (!size)
 		return 0;
-	sdev->dm_mem = vmalloc_user(size);
-	if (!sdev->dm_mem)
+	area = kzalloc(sizeof(*area), GFP_KERNEL);
+	if (!area)
 		return -ENOMEM;
-	sdev->dm_size = size;
-	sdev->dm_pool = gen_pool_create(PAGE_SHIFT, NUMA_NO_NODE);
-	if (!sdev->dm_pool ||
-	    gen_pool_add(sdev->dm_pool, softmr_dm_base(sdev), size,
+	kref_init(&area->ref);
+	sdev->dm_area = area;
+	area->size = size;
+	area->mem = vmalloc_user(size);
+	area->pool = gen_pool_create(PAGE_SHIFT, NUMA_NO_NODE);
+	if (!area->mem || !area->pool ||
+	    gen_pool_add(area->pool, roundup_pow_of_two(size), size,
 			 NUMA_NO_NODE)) {
 		softmr_dm_cleanup_dev(sdev);
 		return -ENOMEM;
 	}
+	sdev->dm_mem = area->mem;
+	sdev->dm_pool = area->pool;
+	sdev->dm_size = size;
 	sdev->attr.max_dm_size = size;
 	return 0;
 }
 
 /**
- * softmr_dm_cleanup_dev() - release a device's device memory
- * @sdev: the device; every allocation is freed
+ * softmr_dm_cleanup_dev() - drop a device's device memory
+ * @sdev: the device
+ *
+ * The area outlives the device while allocations (their mappings, their
+ * exported dma-bufs) still use it.
  */
 void softmr_dm_cleanup_dev(struct softmr_dev *sdev)
 {
-	if (sdev->dm_pool)
-		gen_pool_destroy(sdev->dm_pool);
+	if (sdev->dm_area)
+		kref_put(&sdev->dm_area->ref, softmr_dm_area_release);
+	sdev->dm_area = NULL;
 	sdev->dm_pool = NULL;
-	vfree(sdev->dm_mem);
 	sdev->dm_mem = NULL;
 }
 
+static void softmr_dm_chunk_release(struct kref *ref)
+{
+	struct softmr_dm_chunk *chunk = container_of(ref, struct softmr_dm_chunk,
+						     ref);
+	struct softmr_dm_area *area = chunk->area;
+
+	gen_pool_free(area->pool, chunk->addr, chunk->size);
+	kfree(chunk);
+	kref_put(&area->ref, softmr_dm_area_release);
+}
+
 /**
- * softmr_alloc_dm() - the alloc_dm verb
- * @ibdev: the device
- * @ibuc: the owning context
- * @attr: length and log2 alignment
- * @attrs: SOFTMR_IB_ATTR_ALLOC_DM_MMAP_OFFSET goes back here
- *
- * Return: the DM, or an ERR_PTR: -EINVAL for length 0, a length above
- * max_dm_size or an alignment above it, -ENOMEM when the device memory is
- * exhausted, -EOPNOTSUPP without device memory.
+ * softmr_dm_chunk_put() - drop a reference on an allocation's memory
+ * @chunk: the memory; the last reference returns it to the pool
  */
+void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk)
+{
+	kref_put(&chunk->ref, softmr_dm_chunk_release);
+}
+
 struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 			      struct ib_ucontext *ibuc,
 			      struct ib_dm_alloc_attr *attr,
@@ -90,6 +120,7 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 {
 	struct softmr_dev *sdev = to_sdev(ibdev);
 	struct genpool_data_align align = {};
+	struct softmr_dm_chunk *chunk;
 	unsigned long addr;
 	struct softmr_dm *dm;
 	int err;
@@ -101,8 +132,11 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 		return ERR_PTR(-EINVAL);
 
 	dm = kzalloc(sizeof(*dm), GFP_KERNEL);
-	if (!dm)
-		return ERR_PTR(-ENOMEM);
+	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+	if (!dm || !chunk) {
+		err = -ENOMEM;
+		goto err_free;
+	}
 	dm->size = PAGE_ALIGN(attr->length);
 	align.align = max_t(u64, PAGE_SIZE, BIT_ULL(attr->alignment));
 	addr = gen_pool_alloc_algo(sdev->dm_pool, dm->size,
@@ -113,14 +147,24 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 	}
 	dm->offset = addr - softmr_dm_base(sdev);
 	memset(sdev->dm_mem + dm->offset, 0, dm->size);
+	kref_init(&chunk->ref);
+	kref_get(&sdev->dm_area->ref);
+	chunk->area = sdev->dm_area;
+	chunk->addr = addr;
+	chunk->offset = dm->offset;
+	chunk->size = dm->size;
+	dm->chunk = chunk;
 
 	dm->mmap_entry = softmr_mmap_entry_insert(ibuc,
 						  sdev->dm_mem + dm->offset,
 						  dm->size, true);
 	if (IS_ERR(dm->mmap_entry)) {
 		err = PTR_ERR(dm->mmap_entry);
-		goto err_pool;
+		goto err_chunk;
 	}
+	/* the memory stays while a mapping of it does */
+	kref_get(&chunk->ref);
+	softmr_mmap_entry_hold_chunk(dm->mmap_entry, chunk);
 	if (attrs) {
 		u64 moff = rdma_user_mmap_get_offset(dm->mmap_entry);
 
@@ -135,9 +179,12 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 
 err_entry:
 	rdma_user_mmap_entry_remove(dm->mmap_entry);
-err_pool:
-	gen_pool_free(sdev->dm_pool, addr, dm->size);
+err_chunk:
+	softmr_dm_chunk_put(chunk);
+	kfree(dm);
+	return ERR_PTR(err);
 err_free:
+	kfree(chunk);
 	kfree(dm);
 	return ERR_PTR(err);
 }
@@ -158,8 +205,7 @@ int softmr_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
 	struct softmr_dm *dm = to_sdm(ibdm);
 
 	rdma_user_mmap_entry_remove(dm->mmap_entry);
-	gen_pool_free(sdev->dm_pool, dm->offset + softmr_dm_base(sdev),
-		      dm->size);
+	softmr_dm_chunk_put(dm->chunk);
 	softmr_count(sdev, SOFTMR_CNT_DM_FREES, 1);
 	softmr_count(sdev, SOFTMR_CNT_DM_BYTES, -(s64)dm->size);
 	kfree(dm);
@@ -219,5 +265,6 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(softmr_ib_dm_alloc, UVERBS_OBJECT_DM,
 
 const struct uapi_definition softmr_dm_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &softmr_ib_dm_alloc),
+	UAPI_DEF_CHAIN(softmr_dm_export_defs),
 	{},
 };

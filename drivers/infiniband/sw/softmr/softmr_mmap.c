@@ -21,11 +21,14 @@
  * @rdma_entry: ib_core's entry (offset, length, reference count)
  * @kaddr: start of the vmalloc_user() memory
  * @writable: whether user space may map it writable
+ * @chunk: DM memory the entry keeps alive until its last mapping goes, or
+ *	NULL
  */
 struct softmr_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	void *kaddr;
 	bool writable;
+	struct softmr_dm_chunk *chunk;
 };
 
 static struct softmr_mmap_entry *
@@ -107,5 +110,21 @@ out:
  */
 void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
-	kfree(to_smmap(rdma_entry));
+	struct softmr_mmap_entry *e = to_smmap(rdma_entry);
+
+	if (e->chunk)
+		softmr_dm_chunk_put(e->chunk);
+	kfree(e);
+}
+
+/**
+ * softmr_mmap_entry_hold_chunk() - keep DM memory while an entry lives
+ * @rdma_entry: an entry of softmr_mmap_entry_insert(), not yet mapped
+ * @chunk: the DM memory behind it; the caller's reference moves to the
+ *	entry and is dropped when the entry's last mapping goes
+ */
+void softmr_mmap_entry_hold_chunk(struct rdma_user_mmap_entry *rdma_entry,
+				  struct softmr_dm_chunk *chunk)
+{
+	to_smmap(rdma_entry)->chunk = chunk;
 }
