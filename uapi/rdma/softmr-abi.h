@@ -50,6 +50,29 @@ enum softmr_ib_dm_alloc_attrs {
  */
 enum softmr_ib_dm_methods {
 	SOFTMR_IB_METHOD_DM_EXPORT_DMABUF = (1U << UVERBS_ID_NS_SHIFT),
+	/* for ibv_import_dm(): where the allocation maps, how long it is */
+	SOFTMR_IB_METHOD_DM_QUERY,
+};
+
+enum softmr_ib_dm_query_attrs {
+	/* in: the DM handle */
+	SOFTMR_IB_ATTR_DM_QUERY_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	/* out: u64, mmap() offset of the allocation's pages */
+	SOFTMR_IB_ATTR_DM_QUERY_MMAP_OFFSET,
+	/* out: u64, the allocation's length */
+	SOFTMR_IB_ATTR_DM_QUERY_LENGTH,
+};
+
+/* A driver method of UVERBS_OBJECT_PD, for ibv_import_pd(). */
+enum softmr_ib_pd_methods {
+	SOFTMR_IB_METHOD_PD_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum softmr_ib_pd_query_attrs {
+	/* in: the PD handle */
+	SOFTMR_IB_ATTR_PD_QUERY_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	/* out: u32, the PD's number (as rdma res show pd prints it) */
+	SOFTMR_IB_ATTR_PD_QUERY_PDN,
 };
 
 enum softmr_ib_dm_export_attrs {

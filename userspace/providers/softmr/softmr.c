@@ -371,6 +371,115 @@ err_free:
 	return NULL;
 }
 
+/*
+ * Import (ibv_import_device(3)): a context on a duplicated command fd uses
+ * the PDs, MRs and DMs of the original by handle; the kernel checks each
+ * handle and tells where a DM maps.
+ */
+static struct ibv_pd *softmr_import_pd(struct ibv_context *ctx,
+				       uint32_t pd_handle)
+{
+	DECLARE_COMMAND_BUFFER(cmd, UVERBS_OBJECT_PD,
+			       SOFTMR_IB_METHOD_PD_QUERY, 2);
+	struct ibv_pd *pd;
+	uint32_t pdn;
+	int ret;
+
+	fill_attr_in_obj(cmd, SOFTMR_IB_ATTR_PD_QUERY_HANDLE, pd_handle);
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_PD_QUERY_PDN, &pdn);
+	ret = execute_ioctl(ctx, cmd);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->context = ctx;
+	pd->handle = pd_handle;
+	return pd;
+}
+
+static void softmr_unimport_pd(struct ibv_pd *pd)
+{
+	free(pd);
+}
+
+static struct ibv_mr *softmr_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct verbs_mr *vmr = calloc(1, sizeof(*vmr));
+	int ret;
+
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_query_mr(pd, vmr, mr_handle);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static void softmr_unimport_mr(struct ibv_mr *mr)
+{
+	free(verbs_get_mr(mr));
+}
+
+static struct ibv_dm *softmr_import_dm(struct ibv_context *ctx,
+				       uint32_t dm_handle)
+{
+	DECLARE_COMMAND_BUFFER(cmd, UVERBS_OBJECT_DM,
+			       SOFTMR_IB_METHOD_DM_QUERY, 3);
+	size_t pg = sysconf(_SC_PAGESIZE);
+	uint64_t mmap_offset, length;
+	struct softmr_dm *dm;
+	int ret;
+
+	fill_attr_in_obj(cmd, SOFTMR_IB_ATTR_DM_QUERY_HANDLE, dm_handle);
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_DM_QUERY_MMAP_OFFSET,
+			  &mmap_offset);
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_DM_QUERY_LENGTH, &length);
+	ret = execute_ioctl(ctx, cmd);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	dm->length = length;
+	dm->map_size = (length + pg - 1) & ~(pg - 1);
+	dm->addr = mmap(NULL, dm->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			ctx->cmd_fd, mmap_offset);
+	if (dm->addr == MAP_FAILED) {
+		ret = errno;
+		free(dm);
+		errno = ret;
+		return NULL;
+	}
+	dm->vdm.handle = dm_handle;
+	dm->vdm.dm.context = ctx;
+	dm->vdm.dm.handle = dm_handle;
+	dm->vdm.dm.memcpy_to_dm = softmr_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = softmr_memcpy_from_dm;
+	return &dm->vdm.dm;
+}
+
+static void softmr_unimport_dm(struct ibv_dm *ibdm)
+{
+	struct softmr_dm *dm = to_sdm(ibdm);
+
+	munmap(dm->addr, dm->map_size);
+	free(dm);
+}
+
 /* The allocation as a dma-buf fd (softmr's DM method). */
 static int softmr_dm_export_dmabuf_fd(struct ibv_dm *ibdm)
 {
@@ -446,6 +555,12 @@ static const struct verbs_context_ops softmr_ctx_ops = {
 	.destroy_cq = softmr_destroy_cq,
 	.free_context = softmr_free_context,
 	.free_dm = softmr_free_dm,
+	.import_dm = softmr_import_dm,
+	.import_mr = softmr_import_mr,
+	.import_pd = softmr_import_pd,
+	.unimport_dm = softmr_unimport_dm,
+	.unimport_mr = softmr_unimport_mr,
+	.unimport_pd = softmr_unimport_pd,
 	.dm_export_dmabuf_fd = softmr_dm_export_dmabuf_fd,
 	.query_device_ex = softmr_query_device,
 	.query_port = softmr_query_port,
@@ -487,9 +602,9 @@ static int softmr_map_status(struct softmr_context *ctx)
 	return 0;
 }
 
-static struct verbs_context *softmr_alloc_context(struct ibv_device *ibdev,
-						  int cmd_fd,
-						  void *private_data)
+/* A new context (alloc), or one on an fd that already has one (import). */
+static struct verbs_context *softmr_init_context(struct ibv_device *ibdev,
+						 int cmd_fd, bool import)
 {
 	struct ib_uverbs_get_context_resp resp;
 	struct softmr_context *ctx;
@@ -501,8 +616,11 @@ static struct verbs_context *softmr_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), NULL,
-				  &resp, sizeof(resp));
+	if (import)
+		ret = ibv_cmd_query_context(&ctx->ibv_ctx.context, NULL);
+	else
+		ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+					  NULL, &resp, sizeof(resp));
 	if (ret)
 		goto err;
 
@@ -541,6 +659,19 @@ err:
 	return NULL;
 }
 
+static struct verbs_context *softmr_alloc_context(struct ibv_device *ibdev,
+						  int cmd_fd,
+						  void *private_data)
+{
+	return softmr_init_context(ibdev, cmd_fd, false);
+}
+
+static struct verbs_context *softmr_import_context(struct ibv_device *ibdev,
+						   int cmd_fd)
+{
+	return softmr_init_context(ibdev, cmd_fd, true);
+}
+
 static void softmr_uninit_device(struct verbs_device *verbs_device)
 {
 	free(container_of(verbs_device, struct softmr_device, ibv_dev));
@@ -570,5 +701,6 @@ static const struct verbs_device_ops softmr_dev_ops = {
 	.alloc_device = softmr_alloc_device,
 	.uninit_device = softmr_uninit_device,
 	.alloc_context = softmr_alloc_context,
+	.import_context = softmr_import_context,
 };
 PROVIDER_DRIVER(softmr, softmr_dev_ops);

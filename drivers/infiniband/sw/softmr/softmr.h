@@ -740,5 +740,8 @@ void softmr_mr_abort(struct softmr_mr *mr);
 /* device memory lifetime and dma-buf export (softmr_dm.c, softmr_dm_export.c) */
 void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk);
 extern const struct uapi_definition softmr_dm_export_defs[];
+extern const struct uapi_definition softmr_import_defs[];
+int softmr_query_ucontext(struct ib_ucontext *ibuc,
+			  struct uverbs_attr_bundle *attrs);
 
 #endif /* SOFTMR_H */

@@ -72,5 +72,6 @@ ADD_UVERBS_METHODS(softmr_device, UVERBS_OBJECT_DEVICE,
 const struct uapi_definition softmr_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &softmr_device),
 	UAPI_DEF_CHAIN(softmr_dm_defs),
+	UAPI_DEF_CHAIN(softmr_import_defs),
 	{},
 };

@@ -204,6 +204,7 @@ const struct ib_device_ops softmr_dev_ops = {
 	.query_pkey = softmr_query_pkey,
 	.query_port = softmr_query_port,
 	.reg_dm_mr = softmr_reg_dm_mr,
+	.query_ucontext = softmr_query_ucontext,
 	.reg_user_mr = softmr_reg_user_mr,
 	.reg_user_mr_dmabuf = softmr_reg_user_mr_dmabuf,
 	.req_notify_cq = softmr_req_notify_cq,
