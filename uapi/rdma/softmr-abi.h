@@ -26,6 +26,16 @@
  */
 enum softmr_ib_device_methods {
 	SOFTMR_IB_METHOD_QUERY_DEVICE = (1U << UVERBS_ID_NS_SHIFT),
+	/*
+	 * A write-only file for send doorbells: write(fd, &qpn, 4) runs the
+	 * send queue of the context's QP qpn (as POST_SEND with no WRs does).
+	 */
+	SOFTMR_IB_METHOD_DOORBELL_FD,
+};
+
+enum softmr_ib_doorbell_fd_attrs {
+	/* out: s32, the new file descriptor (O_CLOEXEC) */
+	SOFTMR_IB_ATTR_DOORBELL_FD = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 enum softmr_ib_query_device_attrs {

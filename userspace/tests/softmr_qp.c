@@ -538,6 +538,72 @@ out:
 	free_end(&b);
 }
 
+/*
+ * The send doorbell file: 4 bytes naming a QP of its own context; other
+ * sizes, unknown QPs and another context's QPs are EINVAL, and once the
+ * context is closed a write is ENODEV.
+ */
+static void test_doorbell_file(void)
+{
+	struct softmr_context *sc = to_sctx(ctx);
+	struct ibv_context *ctx2 = st_open_dev(ibv_get_device_name(ctx->device));
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_cq *cq2 = NULL;
+	struct ibv_qp *qp2 = NULL;
+	struct end a = {};
+	uint32_t qpn;
+	int fd2 = -1;
+
+	printf("-- the send doorbell file\n");
+	CHECK(sc->db_fd >= 0, "the context has a doorbell file");
+	CHECK(ctx2 != NULL, "second context");
+	if (sc->db_fd < 0 || !ctx2 || make_end(&a, IBV_QPT_RC, NULL))
+		goto out;
+	qpn = a.qp->qp_num;
+	CHECK(write(sc->db_fd, &qpn, 4) == 4, "ring an own QP");
+	errno = 0;
+	CHECK_ERRNO(write(sc->db_fd, &qpn, 3) < 0, EINVAL, "3 bytes");
+	qpn = 0xfffff0;
+	errno = 0;
+	CHECK_ERRNO(write(sc->db_fd, &qpn, 4) < 0, EINVAL, "no such QP");
+	qpn = 1;
+	errno = 0;
+	CHECK_ERRNO(write(sc->db_fd, &qpn, 4) < 0, EINVAL,
+		    "the kernel's GSI QP");
+	pd2 = ibv_alloc_pd(ctx2);
+	cq2 = ibv_create_cq(ctx2, 4, NULL, NULL, 0);
+	qa.send_cq = qa.recv_cq = cq2;
+	qp2 = pd2 && cq2 ? ibv_create_qp(pd2, &qa) : NULL;
+	CHECK(qp2 != NULL, "QP in the second context");
+	if (!qp2)
+		goto out;
+	qpn = qp2->qp_num;
+	errno = 0;
+	CHECK_ERRNO(write(sc->db_fd, &qpn, 4) < 0, EINVAL,
+		    "another context's QP");
+	fd2 = dup(to_sctx(ctx2)->db_fd);
+	CHECK(write(fd2, &qpn, 4) == 4, "its own doorbell file rings it");
+	ibv_destroy_qp(qp2);
+	ibv_destroy_cq(cq2);
+	ibv_dealloc_pd(pd2);
+	ibv_close_device(ctx2);
+	ctx2 = NULL;
+	errno = 0;
+	CHECK_ERRNO(write(fd2, &qpn, 4) < 0, ENODEV,
+		    "a doorbell file outliving its context");
+out:
+	if (fd2 >= 0)
+		close(fd2);
+	free_end(&a);
+	if (ctx2)
+		ibv_close_device(ctx2);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
@@ -581,6 +647,7 @@ int main(int argc, char **argv)
 	test_ud(mr, buf);
 	test_srq(mr, buf);
 	test_uc(mr, buf);
+	test_doorbell_file();
 	CHECK(!ibv_dereg_mr(mr), "dereg");
 
 	odp = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |

@@ -540,8 +540,23 @@ static void softmr_free_context(struct ibv_context *ibctx)
 
 	if (ctx->status)
 		munmap((void *)ctx->status, ctx->status_size);
+	if (ctx->db_fd >= 0)
+		close(ctx->db_fd);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
+}
+
+/* The send doorbell file; without it (an older module) POST_SEND rings. */
+static int softmr_open_doorbell(struct ibv_context *ibctx)
+{
+	DECLARE_COMMAND_BUFFER(cmd, UVERBS_OBJECT_DEVICE,
+			       SOFTMR_IB_METHOD_DOORBELL_FD, 1);
+	int32_t fd = -1;
+
+	fill_attr_out_ptr(cmd, SOFTMR_IB_ATTR_DOORBELL_FD, &fd);
+	if (execute_ioctl(ibctx, cmd))
+		return -1;
+	return fd;
 }
 
 static const struct verbs_context_ops softmr_ctx_ops = {
@@ -615,6 +630,7 @@ static struct verbs_context *softmr_init_context(struct ibv_device *ibdev,
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
+	ctx->db_fd = -1;
 
 	if (import)
 		ret = ibv_cmd_query_context(&ctx->ibv_ctx.context, NULL);
@@ -646,6 +662,7 @@ static struct verbs_context *softmr_init_context(struct ibv_device *ibdev,
 		goto err;
 	}
 
+	ctx->db_fd = softmr_open_doorbell(&ctx->ibv_ctx.context);
 	verbs_set_ops(&ctx->ibv_ctx, &softmr_ctx_ops);
 	verbs_set_ops(&ctx->ibv_ctx, &softmr_qp_ops);
 	return &ctx->ibv_ctx;

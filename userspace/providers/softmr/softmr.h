@@ -24,6 +24,8 @@ struct softmr_context {
 	/* read-only page the kernel keeps current (struct softmr_status_page) */
 	const struct softmr_status_page *status;
 	size_t status_size;
+	/* the send doorbell file (SOFTMR_IB_METHOD_DOORBELL_FD), or -1 */
+	int db_fd;
 };
 
 struct softmr_cq {

@@ -95,11 +95,22 @@ static bool softmr_wq_full(struct softmr_wq *wq, uint32_t prod)
 	return prod - softmr_load_acquire(&wq->hdr->consumer) >= wq->num;
 }
 
-/* The doorbells: the command with no WRs. */
+/*
+ * The doorbells: the send doorbell file when the kernel gave one (a 4-byte
+ * write naming the QP), else the uverbs command with no WRs.
+ */
 static int softmr_send_doorbell(struct ibv_qp *ibqp)
 {
+	struct softmr_context *ctx = to_sctx(ibqp->context);
 	struct ib_uverbs_post_send_resp resp;
 	struct ibv_post_send cmd = {};
+	uint32_t qpn = ibqp->qp_num;
+
+	if (ctx->db_fd >= 0) {
+		if (write(ctx->db_fd, &qpn, sizeof(qpn)) != sizeof(qpn))
+			return errno;
+		return 0;
+	}
 
 	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
 	cmd.hdr.in_words = sizeof(cmd) / 4;

@@ -164,10 +164,12 @@ static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
  * struct softmr_ucontext - a user context (one open of the device)
  * @ibuc: the ib_core context
  * @status_entry: mmap entry of the device status page for this context
+ * @doorbell: what the context's doorbell files reach (softmr_doorbell.c)
  */
 struct softmr_ucontext {
 	struct ib_ucontext ibuc;
 	struct rdma_user_mmap_entry *status_entry;
+	struct softmr_doorbell *doorbell;
 };
 
 /**
@@ -458,6 +460,7 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @max_inline: inline bytes a send WQE may carry
  * @sig_all: every send WQE completes
  * @is_user: created by a user context
+ * @owner: that context (doorbell files check it); not referenced
  * @dying: being destroyed: no more work is queued
  * @rnr_left: RNR retries left for the WQE at the head of the SQ
  * @rnr_wq: the receive queue an RNR wait is for (compared only)
@@ -480,6 +483,7 @@ struct softmr_qp {
 	u32 max_inline;
 	bool sig_all;
 	bool is_user;
+	struct softmr_ucontext *owner;
 	bool dying;
 	int rnr_left;
 	struct softmr_wq *rnr_wq;
@@ -741,6 +745,10 @@ void softmr_mr_abort(struct softmr_mr *mr);
 void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk);
 extern const struct uapi_definition softmr_dm_export_defs[];
 extern const struct uapi_definition softmr_import_defs[];
+extern const struct uapi_definition softmr_doorbell_defs[];
+struct softmr_doorbell;
+int softmr_doorbell_init(struct softmr_ucontext *suc);
+void softmr_doorbell_cleanup(struct softmr_ucontext *suc);
 int softmr_query_ucontext(struct ib_ucontext *ibuc,
 			  struct uverbs_attr_bundle *attrs);
 

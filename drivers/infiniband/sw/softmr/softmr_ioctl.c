@@ -73,5 +73,6 @@ const struct uapi_definition softmr_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &softmr_device),
 	UAPI_DEF_CHAIN(softmr_dm_defs),
 	UAPI_DEF_CHAIN(softmr_import_defs),
+	UAPI_DEF_CHAIN(softmr_doorbell_defs),
 	{},
 };

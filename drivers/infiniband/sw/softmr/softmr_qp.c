@@ -192,6 +192,10 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->sdev = sdev;
 	qp->is_user = !!udata;
+	if (udata)
+		qp->owner = rdma_udata_to_drv_context(udata,
+						      struct softmr_ucontext,
+						      ibuc);
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	refcount_set(&qp->users, 1);

@@ -119,6 +119,10 @@ static int softmr_alloc_ucontext(struct ib_ucontext *ibuc,
 						     PAGE_SIZE, false);
 	if (IS_ERR(suc->status_entry))
 		return PTR_ERR(suc->status_entry);
+	if (softmr_doorbell_init(suc)) {
+		rdma_user_mmap_entry_remove(suc->status_entry);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -126,6 +130,7 @@ static void softmr_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	struct softmr_ucontext *suc = to_suc(ibuc);
 
+	softmr_doorbell_cleanup(suc);
 	rdma_user_mmap_entry_remove(suc->status_entry);
 }
 
