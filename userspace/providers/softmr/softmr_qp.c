@@ -10,7 +10,9 @@
 
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,14 +98,45 @@ static bool softmr_wq_full(struct softmr_wq *wq, uint32_t prod)
 }
 
 /*
- * The doorbells: the send doorbell file when the kernel gave one (a 4-byte
- * write naming the QP), else the uverbs command with no WRs.
+ * The uverbs doorbell: POST_SEND, POST_RECV or POST_SRQ_RECV with no WRs.
+ * The three commands share one layout (response, handle, wr_count,
+ * sge_count, wqe_size) and a 4-byte response, so one struct carries each.
+ */
+static_assert(sizeof(struct ibv_post_send) == sizeof(struct ibv_post_recv) &&
+	      sizeof(struct ibv_post_recv) ==
+	      sizeof(struct ibv_post_srq_recv) &&
+	      offsetof(struct ibv_post_recv, qp_handle) ==
+	      offsetof(struct ibv_post_srq_recv, srq_handle) &&
+	      offsetof(struct ibv_post_send, wqe_size) ==
+	      offsetof(struct ibv_post_recv, wqe_size) &&
+	      sizeof(struct ib_uverbs_post_send_resp) ==
+	      sizeof(struct ib_uverbs_post_recv_resp),
+	      "uverbs post commands differ in layout");
+
+static int softmr_uverbs_doorbell(struct ibv_context *ctx, uint32_t command,
+				  uint32_t handle, uint32_t wqe_size)
+{
+	struct ib_uverbs_post_recv_resp resp;
+	struct ibv_post_recv cmd = {};
+
+	cmd.hdr.command = command;
+	cmd.hdr.in_words = sizeof(cmd) / 4;
+	cmd.hdr.out_words = sizeof(resp) / 4;
+	cmd.response = (uintptr_t)&resp;
+	cmd.qp_handle = handle;
+	cmd.wqe_size = wqe_size;
+	if (write(ctx->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
+		return errno;
+	return 0;
+}
+
+/*
+ * The send doorbell: the doorbell file when the kernel gave one (a 4-byte
+ * write naming the QP), else POST_SEND.
  */
 static int softmr_send_doorbell(struct ibv_qp *ibqp)
 {
 	struct softmr_context *ctx = to_sctx(ibqp->context);
-	struct ib_uverbs_post_send_resp resp;
-	struct ibv_post_send cmd = {};
 	uint32_t qpn = ibqp->qp_num;
 
 	if (ctx->db_fd >= 0) {
@@ -111,48 +144,26 @@ static int softmr_send_doorbell(struct ibv_qp *ibqp)
 			return errno;
 		return 0;
 	}
-
-	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	cmd.hdr.in_words = sizeof(cmd) / 4;
-	cmd.hdr.out_words = sizeof(resp) / 4;
-	cmd.response = (uintptr_t)&resp;
-	cmd.qp_handle = ibqp->handle;
-	cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	return softmr_uverbs_doorbell(ibqp->context,
+				      IB_USER_VERBS_CMD_POST_SEND,
+				      ibqp->handle,
+				      sizeof(struct ib_uverbs_send_wr));
 }
 
 static int softmr_recv_doorbell(struct ibv_qp *ibqp)
 {
-	struct ib_uverbs_post_recv_resp resp;
-	struct ibv_post_recv cmd = {};
-
-	cmd.hdr.command = IB_USER_VERBS_CMD_POST_RECV;
-	cmd.hdr.in_words = sizeof(cmd) / 4;
-	cmd.hdr.out_words = sizeof(resp) / 4;
-	cmd.response = (uintptr_t)&resp;
-	cmd.qp_handle = ibqp->handle;
-	cmd.wqe_size = sizeof(struct ib_uverbs_recv_wr);
-	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	return softmr_uverbs_doorbell(ibqp->context,
+				      IB_USER_VERBS_CMD_POST_RECV,
+				      ibqp->handle,
+				      sizeof(struct ib_uverbs_recv_wr));
 }
 
 static int softmr_srq_doorbell(struct ibv_srq *ibsrq)
 {
-	struct ib_uverbs_post_srq_recv_resp resp;
-	struct ibv_post_srq_recv cmd = {};
-
-	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SRQ_RECV;
-	cmd.hdr.in_words = sizeof(cmd) / 4;
-	cmd.hdr.out_words = sizeof(resp) / 4;
-	cmd.response = (uintptr_t)&resp;
-	cmd.srq_handle = ibsrq->handle;
-	cmd.wqe_size = sizeof(struct ib_uverbs_recv_wr);
-	if (write(ibsrq->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	return softmr_uverbs_doorbell(ibsrq->context,
+				      IB_USER_VERBS_CMD_POST_SRQ_RECV,
+				      ibsrq->handle,
+				      sizeof(struct ib_uverbs_recv_wr));
 }
 
 /* Receive WQEs: the same for RQs and SRQs. */

@@ -477,29 +477,46 @@ static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
 	return IB_WC_SUCCESS;
 }
 
-static int softmr_do_write(struct softmr_req *req)
+/*
+ * The remote side of an RDMA WRITE or READ as a one-entry SG list (the
+ * QP's scratch list): the rkey checked for @access over the WQE's range.
+ * A bad rkey is the responder's error too.
+ */
+static enum ib_wc_status softmr_remote_sgl(struct softmr_req *req, int access,
+					   struct softmr_sgl **out)
 {
 	struct softmr_send_wqe *wqe = req->wqe;
-	struct softmr_sgl *remote;
-	struct softmr_cursor d = {}, s = {};
+	struct softmr_sgl *remote = req->qp->sq.sgl;
 	struct softmr_mr *mr;
 	enum ib_wc_status st;
-	int err;
 
-	if (!req->len)
-		return IB_WC_SUCCESS;
 	st = softmr_rkey(req, wqe->wr.rdma.rkey, wqe->wr.rdma.remote_addr,
-			 req->len, IB_ACCESS_REMOTE_WRITE, &mr);
+			 req->len, access, &mr);
 	if (st) {
 		softmr_responder_error(req->peer, false, 0, st);
 		return st;
 	}
-	remote = req->qp->sq.sgl;
 	remote->num = 1;
 	remote->len = req->len;
 	remote->mr[0] = mr;
 	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
 	remote->sge[0].length = req->len;
+	*out = remote;
+	return IB_WC_SUCCESS;
+}
+
+static int softmr_do_write(struct softmr_req *req)
+{
+	struct softmr_cursor d = {}, s = {};
+	struct softmr_sgl *remote;
+	enum ib_wc_status st;
+	int err;
+
+	if (!req->len)
+		return IB_WC_SUCCESS;
+	st = softmr_remote_sgl(req, IB_ACCESS_REMOTE_WRITE, &remote);
+	if (st)
+		return st;
 	d.sgl = remote;
 	s.sgl = &req->local;
 	err = softmr_cursor_copy(&d, &s, req->inl, req->len,
@@ -516,27 +533,16 @@ static int softmr_do_write(struct softmr_req *req)
 
 static int softmr_do_read(struct softmr_req *req)
 {
-	struct softmr_send_wqe *wqe = req->wqe;
 	struct softmr_cursor d = {}, s = {};
 	struct softmr_sgl *remote;
-	struct softmr_mr *mr;
 	enum ib_wc_status st;
 	int err;
 
 	if (!req->len)
 		return IB_WC_SUCCESS;
-	st = softmr_rkey(req, wqe->wr.rdma.rkey, wqe->wr.rdma.remote_addr,
-			 req->len, IB_ACCESS_REMOTE_READ, &mr);
-	if (st) {
-		softmr_responder_error(req->peer, false, 0, st);
+	st = softmr_remote_sgl(req, IB_ACCESS_REMOTE_READ, &remote);
+	if (st)
 		return st;
-	}
-	remote = req->qp->sq.sgl;
-	remote->num = 1;
-	remote->len = req->len;
-	remote->mr[0] = mr;
-	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
-	remote->sge[0].length = req->len;
 	d.sgl = &req->local;
 	s.sgl = remote;
 	err = softmr_cursor_copy(&d, &s, NULL, req->len,
