@@ -53,7 +53,7 @@
 /* QP numbers: 1 is the GSI QP of each device, others from this range */
 #define SOFTMR_QPN_MIN		0x10
 #define SOFTMR_QPN_MAX		0xffffff
-/* MR keys: index << 8 | key; index 0 is never used */
+/* MR keys: index << 8 | key, both random; index 0 is never used */
 #define SOFTMR_MR_INDEX_BITS	24
 #define SOFTMR_MR_KEY_BITS	8
 /* Implicit ODP MRs map the address space in children of this size. */
@@ -103,7 +103,6 @@ enum softmr_counter {
  * @status: read-only page mapped by user contexts (struct softmr_status_page)
  * @pd_count: PDs allocated now
  * @mr_xa: MRs by key index; lookups under RCU take a reference
- * @mr_next: next index tried by the cyclic allocator
  * @mr_count: MRs registered now
  * @cq_count: CQs allocated now
  * @qp_xa: QPs by QP number (1: the GSI QP); lookups take a reference
@@ -116,7 +115,7 @@ enum softmr_counter {
  * @counters: enum softmr_counter
  * @dm_area: the device memory, referenced (allocations outlive the device)
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
- * @dm_mem: device memory, vmalloc_user()
+ * @dm_mem: device memory, physically contiguous
  * @dm_size: its size (max_dm_size)
  */
 struct softmr_dev {
@@ -134,7 +133,6 @@ struct softmr_dev {
 	atomic_t pd_count;
 
 	struct xarray mr_xa;
-	u32 mr_next;
 	atomic_t mr_count;
 	atomic_t cq_count;
 
@@ -193,7 +191,7 @@ enum softmr_mr_kind {
 /**
  * struct softmr_dm_area - a device's device memory and its allocator
  * @ref: the device's reference and one per allocation's memory
- * @mem: vmalloc_user() memory
+ * @mem: physically contiguous memory (alloc_pages_exact())
  * @size: its length
  * @pool: the allocator
  */
@@ -262,11 +260,13 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @dmabuf_map: dma-buf MRs: the exporter's vmap of the buffer, while mapped
  * @dmabuf_mapped: dma-buf MRs: @dmabuf_map is valid (under the dma_resv lock)
  * @dmabuf_pinned: dma-buf MRs: a pinned import, mapped for its lifetime
+ * @dmabuf_writable: dma-buf MRs: imported through an fd opened for writing
  * @odp: explicit ODP umem, or the implicit root
  * @children: implicit: struct softmr_odp_child by chunk index
  * @imp_lock: implicit: serialises child creation, use and release
  * @imp_spin: implicit: guards @imp_dying against queued releases
  * @imp_dying: implicit: deregistration started, release no child
+ * @imp_children: implicit: children now; under @imp_lock
  * @users: references: one for the registration, one per lookup
  * @released: completed when @users drops to zero
  * @rcu: frees the MR after concurrent RCU lookups are done
@@ -289,11 +289,13 @@ struct softmr_mr {
 	struct iosys_map dmabuf_map;
 	bool dmabuf_mapped;
 	bool dmabuf_pinned;
+	bool dmabuf_writable;
 	struct ib_umem_odp *odp;
 	struct xarray children;
 	struct mutex imp_lock;		/* children: creation, users, release */
 	spinlock_t imp_spin;		/* imp_dying vs. queued releases */
 	bool imp_dying;
+	unsigned int imp_children;
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;
@@ -465,6 +467,9 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @rnr_left: RNR retries left for the WQE at the head of the SQ
  * @rnr_wq: the receive queue an RNR wait is for (compared only)
  * @rnr_entry: entry in the list of QPs in an RNR wait
+ * @serial: unique for the module's lifetime (QP numbers are recycled)
+ * @peer_serial: connected QPs: @serial of the partner this QP exchanged
+ *	its first message with since it was connected, or 0
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
  * @req: the engine's state for the WQE being executed (under sq.lock)
  */
@@ -488,6 +493,8 @@ struct softmr_qp {
 	int rnr_left;
 	struct softmr_wq *rnr_wq;
 	struct list_head rnr_entry;
+	u64 serial;
+	atomic64_t peer_serial;
 	struct delayed_work sq_work;
 	struct softmr_req *req;
 };
@@ -572,6 +579,7 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
 void softmr_mr_put(struct softmr_mr *mr);
+bool softmr_mr_is_live(struct softmr_mr *mr);
 void softmr_mr_init_dev(struct softmr_dev *sdev);
 int softmr_check_access_flags(int access);
 
@@ -631,6 +639,8 @@ void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
 void softmr_rnr_wake(struct softmr_wq *wq);
 void softmr_rnr_forget(struct softmr_qp *qp);
+void softmr_rnr_lock_irqsave(unsigned long *flags);
+void softmr_rnr_unlock_irqrestore(unsigned long flags);
 int softmr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		     const struct ib_send_wr **bad_wr);
 int softmr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
@@ -715,8 +725,9 @@ extern const struct ib_device_ops softmr_dev_ops;
 struct rdma_user_mmap_entry *
 softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 			 bool writable);
-void softmr_mmap_entry_hold_chunk(struct rdma_user_mmap_entry *rdma_entry,
-				  struct softmr_dm_chunk *chunk);
+struct rdma_user_mmap_entry *
+softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
+			    struct softmr_dm_chunk *chunk);
 int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 

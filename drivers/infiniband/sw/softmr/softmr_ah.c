@@ -93,6 +93,9 @@ err_erase:
 	xa_lock_irqsave(&sdev->ah_xa, flags);
 	__xa_erase(&sdev->ah_xa, ah->num);
 	xa_unlock_irqrestore(&sdev->ah_xa, flags);
+	/* UD senders may have found it under RCU meanwhile */
+	kfree_rcu(av, rcu);
+	goto err_count;
 err_free:
 	kfree(av);
 err_count:

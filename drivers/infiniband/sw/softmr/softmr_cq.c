@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * Completion queues.  A CQ is a ring of struct ib_uverbs_wc in
- * vmalloc_user() memory (struct softmr_ring_hdr first).  User CQs map it,
+ * vmalloc() memory (struct softmr_ring_hdr first).  User CQs map it,
  * and the provider polls it without a system call; kernel CQs are polled
  * by softmr_poll_cq().  The producer is the QP engine
  * (softmr_cq_post()); it indexes only with its own producer counter and
@@ -36,7 +36,8 @@ static int softmr_cq_ring_alloc(struct softmr_cq_ring *r, int cqe,
 {
 	r->num = roundup_pow_of_two(cqe + 1);
 	r->bytes = softmr_cq_ring_bytes(r->num);
-	r->hdr = vmalloc_user(r->bytes);
+	/* charged to the caller's memory cgroup, like the MR arrays */
+	r->hdr = __vmalloc(r->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!r->hdr)
 		return -ENOMEM;
 	if (kernel) {

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * Device memory (ibv_alloc_dm(3)): each device owns a fixed area of
- * memory, the "device memory", sized by the dm_size module parameter and
- * reported as max_dm_size.  Allocations are whole pages (so a mapping never
- * exposes another allocation) aligned as log_align_req asks; the owning
- * process maps them and copies with ibv_memcpy_to_dm()/_from_dm() in user
- * space.  reg_dm_mr registers part of an allocation as a zero-based MR that
- * every data mover reaches through the MR access API.
+ * physically contiguous memory, the "device memory", sized by the dm_size
+ * module parameter and reported as max_dm_size.  Allocations are whole
+ * pages (so a mapping never exposes another allocation) aligned as
+ * log_align_req asks; the owning process maps them and copies with
+ * ibv_memcpy_to_dm()/_from_dm() in user space.  reg_dm_mr registers part
+ * of an allocation as a zero-based MR that every data mover reaches through
+ * the MR access API.
+ *
+ * The memory is mapped the way a device's BAR is (rdma_user_mmap_io(): a
+ * PFN mapping that holds its mmap entry): pages that cannot be pinned by
+ * get_user_pages(), an entry that lives until the last VMA is gone, and
+ * mappings that ib_core zaps on disassociation.  An allocation's range
+ * returns to the pool only when the entry, and so every mapping, is gone.
  */
 
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 #define UVERBS_MODULE_NAME softmr_ib
 #include <rdma/uverbs_named_ioctl.h>
 
@@ -39,7 +45,8 @@ static void softmr_dm_area_release(struct kref *ref)
 
 	if (area->pool)
 		gen_pool_destroy(area->pool);
-	vfree(area->mem);
+	if (area->mem)
+		free_pages_exact(area->mem, area->size);
 	kfree(area);
 }
 
@@ -56,13 +63,19 @@ int softmr_dm_init_dev(struct softmr_dev *sdev)
 
 	if (!size)
 		return 0;
+	if (get_order(size) > MAX_PAGE_ORDER) {
+		pr_warn("softmr: dm_size %u KiB is above the largest contiguous allocation (%lu KiB)\n",
+			dm_size_kb, (PAGE_SIZE << MAX_PAGE_ORDER) / SZ_1K);
+		return -EINVAL;
+	}
 	area = kzalloc(sizeof(*area), GFP_KERNEL);
 	if (!area)
 		return -ENOMEM;
 	kref_init(&area->ref);
 	sdev->dm_area = area;
 	area->size = size;
-	area->mem = vmalloc_user(size);
+	area->mem = alloc_pages_exact(size, GFP_KERNEL | __GFP_ZERO |
+				      __GFP_NOWARN);
 	area->pool = gen_pool_create(PAGE_SHIFT, NUMA_NO_NODE);
 	if (!area->mem || !area->pool ||
 	    gen_pool_add(area->pool, roundup_pow_of_two(size), size,
@@ -131,8 +144,8 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 	    attr->alignment >= 32 || BIT_ULL(attr->alignment) > sdev->dm_size)
 		return ERR_PTR(-EINVAL);
 
-	dm = kzalloc(sizeof(*dm), GFP_KERNEL);
-	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+	dm = kzalloc(sizeof(*dm), GFP_KERNEL_ACCOUNT);
+	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL_ACCOUNT);
 	if (!dm || !chunk) {
 		err = -ENOMEM;
 		goto err_free;
@@ -155,16 +168,14 @@ struct ib_dm *softmr_alloc_dm(struct ib_device *ibdev,
 	chunk->size = dm->size;
 	dm->chunk = chunk;
 
-	dm->mmap_entry = softmr_mmap_entry_insert(ibuc,
-						  sdev->dm_mem + dm->offset,
-						  dm->size, true);
+	/* the memory stays while the entry, so any mapping of it, does */
+	kref_get(&chunk->ref);
+	dm->mmap_entry = softmr_mmap_entry_insert_dm(ibuc, chunk);
 	if (IS_ERR(dm->mmap_entry)) {
 		err = PTR_ERR(dm->mmap_entry);
+		softmr_dm_chunk_put(chunk);
 		goto err_chunk;
 	}
-	/* the memory stays while a mapping of it does */
-	kref_get(&chunk->ref);
-	softmr_mmap_entry_hold_chunk(dm->mmap_entry, chunk);
 	if (attrs) {
 		u64 moff = rdma_user_mmap_get_offset(dm->mmap_entry);
 
@@ -194,8 +205,10 @@ err_free:
  * @ibdm: the DM; ib_core refuses (EBUSY) while an MR uses it
  * @attrs: unused
  *
- * A mapping the process still has keeps its pages (they stay referenced),
- * but the area returns to the pool: later allocations are zeroed.
+ * A mapping the process still has (also one inherited over fork) keeps
+ * the mmap entry and with it the allocation's range: the range returns to
+ * the pool, to be zeroed for the next allocation, when the last mapping
+ * goes.
  *
  * Return: 0.
  */

@@ -12,7 +12,6 @@
 #include <linux/dma-buf.h>
 #include <linux/file.h>
 #include <linux/scatterlist.h>
-#include <linux/vmalloc.h>
 #define UVERBS_MODULE_NAME softmr_ib
 #include <rdma/uverbs_named_ioctl.h>
 
@@ -40,7 +39,7 @@ static struct sg_table *softmr_dm_map_dma_buf(struct dma_buf_attachment *attach,
 	if (err)
 		goto err_free;
 	for_each_sgtable_sg(sgt, sg, i)
-		sg_set_page(sg, vmalloc_to_page(kaddr + i * PAGE_SIZE),
+		sg_set_page(sg, virt_to_page(kaddr + i * PAGE_SIZE),
 			    PAGE_SIZE, 0);
 	err = dma_map_sgtable(attach->dev, sgt, dir, 0);
 	if (err)
@@ -79,12 +78,20 @@ static int softmr_dm_dmabuf_mmap(struct dma_buf *buf,
 	struct softmr_dm_chunk *chunk = buf->priv;
 	unsigned long pages = vma_pages(vma);
 
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
 	if (vma->vm_pgoff > chunk->size >> PAGE_SHIFT ||
 	    pages > (chunk->size >> PAGE_SHIFT) - vma->vm_pgoff)
 		return -EINVAL;
-	return remap_vmalloc_range(vma, chunk->area->mem,
-				   (chunk->offset >> PAGE_SHIFT) +
-				   vma->vm_pgoff);
+	/*
+	 * A PFN mapping, as for the DM mapping itself: get_user_pages()
+	 * cannot pin it, so nothing reaches the range after the dma-buf (held
+	 * by the mapping's file) lets the memory go.
+	 */
+	return remap_pfn_range(vma, vma->vm_start,
+			       PHYS_PFN(virt_to_phys(softmr_dm_chunk_kaddr(chunk))) +
+			       vma->vm_pgoff,
+			       vma->vm_end - vma->vm_start, vma->vm_page_prot);
 }
 
 static void softmr_dm_dmabuf_release(struct dma_buf *buf)

@@ -251,7 +251,11 @@ static int softmr_dmabuf_import(struct softmr_mr *mr, u64 offset, u64 length,
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
 	dynamic = dma_buf_is_dynamic(buf);
+	/* write access only through a dma-buf the caller may write */
+	mr->dmabuf_writable = buf->file->f_mode & FMODE_WRITE;
 	dma_buf_put(buf);
+	if (ib_access_writable(mr->access) && !mr->dmabuf_writable)
+		return -EACCES;
 
 	if (dynamic)
 		umem_dmabuf = ib_umem_dmabuf_get(ibdev, offset, length, fd,
@@ -290,7 +294,8 @@ static int softmr_dmabuf_import(struct softmr_mr *mr, u64 offset, u64 length,
  * Return: the MR, or an ERR_PTR: -EINVAL for bad flags (ON_DEMAND and
  * HUGETLB have no meaning here), a zero or too long length, an overflowing
  * range, a range outside the dma-buf or an fd that is not a dma-buf,
- * -EBADF for a closed fd, -EOPNOTSUPP when the exporter offers no CPU
+ * -EBADF for a closed fd, -EACCES for write access through a dma-buf fd
+ * opened read-only, -EOPNOTSUPP when the exporter offers no CPU
  * mapping, -ENOMEM at the MR limit.
  */
 struct ib_mr *softmr_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,

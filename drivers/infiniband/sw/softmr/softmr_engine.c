@@ -34,6 +34,15 @@
 
 /* Not an ib_wc_status: the peer has no receive WQE, wait and retry. */
 #define SOFTMR_RNR		(-1)
+/*
+ * Not an ib_wc_status: stop without completing the WQE, it stays at the
+ * head of the queue: a QP is being destroyed or the thread that rang the
+ * doorbell is being killed.
+ */
+#define SOFTMR_STOP		(-2)
+
+/* A copy moves at most this much before it looks whether to stop. */
+#define SOFTMR_COPY_PIECE	SZ_1M
 
 static struct workqueue_struct *softmr_engine_wq;
 static LIST_HEAD(softmr_rnr_list);
@@ -114,15 +123,20 @@ static void softmr_cursor_skip(struct softmr_cursor *c)
 	}
 }
 
+struct softmr_req;
+static bool softmr_req_stopped(const struct softmr_req *req);
+
 /*
  * Copy @len bytes to the SG list at @d from the SG list at @s or, when
  * @buf is not NULL, from that kernel buffer.  @daccess is the permission
- * the destination was checked for.
+ * the destination was checked for.  Large copies go in pieces; between
+ * pieces the CPU is yielded and the copy stops when @req must stop.
  *
  * Return: 0, -EFAULT when the source failed, -ENXIO when the destination
- * failed (ODP memory gone from its mm).
+ * failed (ODP memory gone from its mm), -EINTR when stopped.
  */
-static int softmr_cursor_copy(struct softmr_cursor *d, struct softmr_cursor *s,
+static int softmr_cursor_copy(const struct softmr_req *req,
+			      struct softmr_cursor *d, struct softmr_cursor *s,
 			      const void *buf, u64 len, int daccess)
 {
 	while (len) {
@@ -136,6 +150,12 @@ static int softmr_cursor_copy(struct softmr_cursor *d, struct softmr_cursor *s,
 		dmr = d->sgl->mr[d->i];
 		diova = d->sgl->sge[d->i].addr + d->off;
 		n = min_t(u64, len, d->sgl->sge[d->i].length - d->off);
+		if (n > SOFTMR_COPY_PIECE) {
+			n = SOFTMR_COPY_PIECE;
+			cond_resched();
+			if (softmr_req_stopped(req))
+				return -EINTR;
+		}
 		if (buf) {
 			err = softmr_mr_copy(dmr, diova, (void *)buf, n,
 					     SOFTMR_TO_MR, daccess);
@@ -184,6 +204,18 @@ struct softmr_req {
 	struct softmr_av av;
 	struct softmr_xport_hint hint;
 };
+
+/*
+ * Must the engine stop working for @req now?  When either QP is being
+ * destroyed (device removal waits for it) or the thread that runs it is
+ * being killed (a doorbell write() stays killable).
+ */
+static bool softmr_req_stopped(const struct softmr_req *req)
+{
+	return READ_ONCE(req->qp->dying) ||
+	       (req->peer && READ_ONCE(req->peer->dying)) ||
+	       fatal_signal_pending(current);
+}
 
 static struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp)
 {
@@ -301,22 +333,56 @@ static void softmr_responder_error(struct softmr_qp *peer, bool has_wqe,
 		softmr_qp_set_error(peer);
 }
 
-/* Register @qp as waiting for a receive WQE on @wq. */
+/*
+ * Register @qp as waiting for a receive WQE on @wq (its lock held).
+ *
+ * A QP being destroyed is never added: destroy_qp sets qp->dying and then
+ * takes softmr_rnr_lock (softmr_rnr_forget()), so either this sees dying
+ * under the lock or the forget that follows removes the entry.  The list
+ * holds no reference; this rule is what keeps a freed QP off it.
+ */
 static void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq,
 			    u8 timer)
 {
 	unsigned long delay = usecs_to_jiffies(softmr_rnr_usecs[timer & 31]);
+	unsigned long flags;
+	bool dying;
 
-	spin_lock(&softmr_rnr_lock);
-	qp->rnr_wq = wq;
-	if (list_empty(&qp->rnr_entry))
-		list_add_tail(&qp->rnr_entry, &softmr_rnr_list);
-	if (wq->is_user)
-		WRITE_ONCE(wq->hdr->rnr_waiting, 1);
-	spin_unlock(&softmr_rnr_lock);
-	if (!READ_ONCE(qp->dying))
-		mod_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
+	lockdep_assert_held(&wq->lock);
+	spin_lock_irqsave(&softmr_rnr_lock, flags);
+	dying = READ_ONCE(qp->dying);
+	if (!dying) {
+		qp->rnr_wq = wq;
+		if (list_empty(&qp->rnr_entry))
+			list_add_tail(&qp->rnr_entry, &softmr_rnr_list);
+		if (wq->is_user)
+			WRITE_ONCE(wq->hdr->rnr_waiting, 1);
+	}
+	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
+	if (dying)
+		return;
+	mod_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
 	softmr_count(qp->sdev, SOFTMR_CNT_RNR_WAITS, 1);
+}
+
+/**
+ * softmr_rnr_lock_irqsave() - hold off RNR waits and wakes
+ * @flags: saved interrupt state
+ *
+ * For swapping a receive ring's header that softmr_rnr_wake() may write.
+ */
+void softmr_rnr_lock_irqsave(unsigned long *flags)
+{
+	spin_lock_irqsave(&softmr_rnr_lock, *flags);
+}
+
+/**
+ * softmr_rnr_unlock_irqrestore() - undo softmr_rnr_lock_irqsave()
+ * @flags: the saved interrupt state
+ */
+void softmr_rnr_unlock_irqrestore(unsigned long flags)
+{
+	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
 }
 
 /**
@@ -361,11 +427,12 @@ void softmr_rnr_forget(struct softmr_qp *qp)
 
 static bool softmr_rnr_waiting(struct softmr_qp *qp)
 {
+	unsigned long flags;
 	bool waiting;
 
-	spin_lock(&softmr_rnr_lock);
+	spin_lock_irqsave(&softmr_rnr_lock, flags);
 	waiting = !list_empty(&qp->rnr_entry);
-	spin_unlock(&softmr_rnr_lock);
+	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
 	return waiting;
 }
 
@@ -430,15 +497,17 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 		d.sgl = rsgl;
 		if (dgram) {
 			softmr_build_grh(grh, &req->av, req->len);
-			err = softmr_cursor_copy(&d, NULL, grh, sizeof(grh),
+			err = softmr_cursor_copy(req, &d, NULL, grh, sizeof(grh),
 						 IB_ACCESS_LOCAL_WRITE);
 		}
 		s.sgl = &req->local;
 		if (!err && req->len)
-			err = softmr_cursor_copy(&d, &s, req->inl, req->len,
+			err = softmr_cursor_copy(req, &d, &s, req->inl, req->len,
 						 IB_ACCESS_LOCAL_WRITE);
 	}
 	softmr_sgl_release(rsgl);
+	if (err == -EINTR)	/* the receive WQE stays for the next try */
+		return SOFTMR_STOP;
 	if (err == -EFAULT)	/* our side: the message is not sent */
 		return IB_WC_LOC_PROT_ERR;
 	softmr_wq_consume(rq);
@@ -519,9 +588,11 @@ static int softmr_do_write(struct softmr_req *req)
 		return st;
 	d.sgl = remote;
 	s.sgl = &req->local;
-	err = softmr_cursor_copy(&d, &s, req->inl, req->len,
+	err = softmr_cursor_copy(req, &d, &s, req->inl, req->len,
 				 IB_ACCESS_REMOTE_WRITE);
 	softmr_sgl_release(remote);
+	if (err == -EINTR)
+		return SOFTMR_STOP;
 	if (err == -EFAULT)
 		return IB_WC_LOC_PROT_ERR;
 	if (err) {
@@ -545,9 +616,11 @@ static int softmr_do_read(struct softmr_req *req)
 		return st;
 	d.sgl = &req->local;
 	s.sgl = remote;
-	err = softmr_cursor_copy(&d, &s, NULL, req->len,
+	err = softmr_cursor_copy(req, &d, &s, NULL, req->len,
 				 IB_ACCESS_LOCAL_WRITE);
 	softmr_sgl_release(remote);
+	if (err == -EINTR)
+		return SOFTMR_STOP;
 	/* here the source is remote: the error sides swap */
 	if (err == -EFAULT) {
 		softmr_responder_error(req->peer, false, 0, IB_WC_REM_ACCESS_ERR);
@@ -644,6 +717,45 @@ static enum ib_wc_status softmr_req_prepare(struct softmr_req *req)
 				  &req->local);
 }
 
+/*
+ * Latch @qp to the QP with @serial as its partner, or check that it is the
+ * partner latched before.
+ */
+static bool softmr_qp_latch(struct softmr_qp *qp, u64 serial)
+{
+	s64 cur = atomic64_read(&qp->peer_serial);
+
+	if (!cur)
+		cur = atomic64_cmpxchg(&qp->peer_serial, 0, serial) ?: serial;
+	return cur == serial;
+}
+
+/*
+ * Is @peer, found by our destination GID and QP number, really the other
+ * end of @req's connection?  What a responder on the wire checks (the
+ * packet's source GID and QP, and its PSN), plus that neither end has
+ * talked to another QP since it was connected: a QP on another device
+ * with the same number, or one that got a destroyed partner's number
+ * (QP numbers are recycled), is not the partner.
+ */
+static bool softmr_peer_is_partner(struct softmr_req *req,
+				   struct softmr_qp *peer, u32 sq_psn)
+{
+	struct softmr_qp *qp = req->qp;
+	unsigned long flags;
+	bool ok;
+
+	if (peer->ibqp.qp_type != qp->ibqp.qp_type)
+		return false;
+	spin_lock_irqsave(&peer->state_lock, flags);
+	ok = peer->attr.dest_qp_num == qp->ibqp.qp_num &&
+	     peer->attr.rq_psn == sq_psn &&
+	     !memcmp(&peer->av.dgid, &req->av.sgid, sizeof(req->av.sgid));
+	spin_unlock_irqrestore(&peer->state_lock, flags);
+	return ok && softmr_qp_latch(peer, qp->serial) &&
+	       softmr_qp_latch(qp, peer->serial);
+}
+
 /* Find the responder: the connected QP (RC) or the AH's target (UD). */
 static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 {
@@ -651,19 +763,19 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	struct softmr_send_wqe *wqe = req->wqe;
 	struct softmr_qp *peer;
 	unsigned long flags;
-	u32 qkey;
+	u32 qkey, dqpn, sq_psn;
 
 	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
 		spin_lock_irqsave(&qp->state_lock, flags);
 		req->av = qp->av;
+		dqpn = qp->attr.dest_qp_num;
+		sq_psn = qp->attr.sq_psn;
 		spin_unlock_irqrestore(&qp->state_lock, flags);
-		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
-					    qp->attr.dest_qp_num);
+		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid, dqpn);
 		if (!peer)
 			return IB_WC_RETRY_EXC_ERR;
 		req->peer = peer;
-		if (peer->ibqp.qp_type != qp->ibqp.qp_type ||
-		    peer->attr.dest_qp_num != qp->ibqp.qp_num ||
+		if (!softmr_peer_is_partner(req, peer, sq_psn) ||
 		    !softmr_qp_receives(peer))
 			return IB_WC_RETRY_EXC_ERR;
 		return IB_WC_SUCCESS;
@@ -709,7 +821,8 @@ static int softmr_req_execute(struct softmr_req *req)
 
 	/* SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM consume a receive WQE */
 	rq = softmr_qp_rq(peer);
-	mutex_lock(&rq->lock);
+	if (mutex_lock_killable(&rq->lock))
+		return SOFTMR_STOP;
 	if (req->wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
 		u32 n;
 
@@ -774,7 +887,10 @@ static void softmr_send_complete(struct softmr_qp *qp,
 	softmr_cq_post(to_scq(qp->ibqp.send_cq), &wc, &qp->ibqp, false);
 }
 
-/* Execute one WQE copy.  Return: an ib_wc_status, or SOFTMR_RNR. */
+/*
+ * Execute one WQE copy.
+ * Return: an ib_wc_status, SOFTMR_RNR or SOFTMR_STOP.
+ */
 static int softmr_sq_execute(struct softmr_qp *qp,
 			     struct softmr_send_wqe *wqe,
 			     struct softmr_req *req)
@@ -796,6 +912,8 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	if (req->peer)
 		softmr_qp_put(req->peer);
 	softmr_sgl_release(&req->local);
+	if (st == SOFTMR_STOP)
+		return st;
 	/* UC has no acknowledgements: what went wrong remotely is a loss */
 	if (qp->ibqp.qp_type == IB_QPT_UC &&
 	    (st == IB_WC_REM_ACCESS_ERR || st == IB_WC_REM_INV_REQ_ERR ||
@@ -869,6 +987,10 @@ static bool softmr_sq_process(struct softmr_qp *qp)
 		}
 		if (state != IB_QPS_RTS)
 			break;
+		/* bounded: a whole ring of large WQEs yields and stops */
+		cond_resched();
+		if (READ_ONCE(qp->dying) || fatal_signal_pending(current))
+			break;
 		if (softmr_wq_pending(sq, &n)) {
 			softmr_qp_set_error(qp);
 			break;
@@ -880,6 +1002,8 @@ static bool softmr_sq_process(struct softmr_qp *qp)
 		if (READ_ONCE(qp->rnr_left) < 0)
 			WRITE_ONCE(qp->rnr_left, qp->attr.rnr_retry);
 		st = softmr_sq_execute(qp, wqe, req);
+		if (st == SOFTMR_STOP)
+			break;	/* the WQE stays at the head */
 		if (st == SOFTMR_RNR) {
 			if (qp->rnr_left == 0) {
 				softmr_rnr_forget(qp);
@@ -913,7 +1037,7 @@ static bool softmr_sq_process(struct softmr_qp *qp)
  */
 int softmr_engine_qp_init(struct softmr_qp *qp)
 {
-	qp->req = kzalloc(sizeof(*qp->req), GFP_KERNEL);
+	qp->req = kzalloc(sizeof(*qp->req), GFP_KERNEL_ACCOUNT);
 	return qp->req ? 0 : -ENOMEM;
 }
 
@@ -939,7 +1063,8 @@ void softmr_qp_run(struct softmr_qp *qp)
 
 	if (softmr_rnr_waiting(qp))
 		return;	/* the RNR timer or a receive doorbell resumes */
-	mutex_lock(&qp->sq.lock);
+	if (mutex_lock_killable(&qp->sq.lock))
+		return;
 	more = softmr_sq_process(qp);
 	mutex_unlock(&qp->sq.lock);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
@@ -984,10 +1109,12 @@ static int softmr_post_send_one(struct softmr_qp *qp,
 				wr->num_sge > sq->max_sge))
 		return -EINVAL;
 	if (wr->send_flags & IB_SEND_INLINE) {
-		for (i = 0; i < wr->num_sge; i++)
+		/* no wrap: every length is checked before it is added */
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > qp->max_inline - inline_len)
+				return -EINVAL;
 			inline_len += wr->sg_list[i].length;
-		if (inline_len > qp->max_inline)
-			return -EINVAL;
+		}
 	}
 	if (sq->prod - READ_ONCE(sq->hdr->consumer) >= sq->num)
 		return -ENOMEM;

@@ -4,10 +4,16 @@
  * an object that user space may map inserts an entry and hands the entry's
  * offset to user space, which passes it to mmap() on the uverbs fd.
  *
- * The memory must come from vmalloc_user() and outlive the entry; the
- * mapped pages stay referenced by the mapping, so freeing the memory while
- * a process still maps it is safe.  ib_core zaps every mapping of a context
- * that is disassociated.
+ * Two kinds of memory are mapped:
+ *  - rings and the status page: vmalloc() memory, inserted page by page;
+ *    every mapped page holds a reference, so the object may free its ring
+ *    (destroy, resize) while a process still maps it: the process keeps
+ *    pages nobody else uses.  These entries are not tied to their VMAs.
+ *  - device memory: a PFN mapping through rdma_user_mmap_io(), as a
+ *    device's BAR is mapped.  The VMA holds the entry (and the entry the
+ *    DM allocation's memory) until it is unmapped, get_user_pages() cannot
+ *    pin it (so no MR outlives the mapping), and ib_core zaps it when the
+ *    context is disassociated (device removal).
  */
 
 #include <linux/mm.h>
@@ -19,10 +25,10 @@
 /**
  * struct softmr_mmap_entry - a mappable piece of kernel memory
  * @rdma_entry: ib_core's entry (offset, length, reference count)
- * @kaddr: start of the vmalloc_user() memory
+ * @kaddr: start of the memory: vmalloc() memory, or @chunk's
  * @writable: whether user space may map it writable
- * @chunk: DM memory the entry keeps alive until its last mapping goes, or
- *	NULL
+ * @chunk: DM memory (PFN mapped) the entry keeps alive until its last
+ *	mapping goes, or NULL
  */
 struct softmr_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
@@ -40,7 +46,7 @@ to_smmap(struct rdma_user_mmap_entry *rdma_entry)
 /**
  * softmr_mmap_entry_insert() - make kernel memory mappable by a context
  * @ibuc: the user context
- * @kaddr: vmalloc_user() memory, page aligned
+ * @kaddr: vmalloc() memory, page aligned
  * @size: its length; rounded up to whole pages
  * @writable: allow PROT_WRITE mappings
  *
@@ -57,7 +63,7 @@ softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 	if (!kaddr || !PAGE_ALIGNED(kaddr) || !size)
 		return ERR_PTR(-EINVAL);
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return ERR_PTR(-ENOMEM);
 	e->kaddr = kaddr;
@@ -70,6 +76,44 @@ softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 		return ERR_PTR(err);
 	}
 	return &e->rdma_entry;
+}
+
+/**
+ * softmr_mmap_entry_insert_dm() - make a DM allocation mappable
+ * @ibuc: the owning context
+ * @chunk: the allocation's memory; the caller's reference moves to the
+ *	entry, which drops it when the entry is removed and unmapped
+ *
+ * Return: the entry or an ERR_PTR (the reference is then the caller's).
+ */
+struct rdma_user_mmap_entry *
+softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
+			    struct softmr_dm_chunk *chunk)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+
+	rdma_entry = softmr_mmap_entry_insert(ibuc,
+					      chunk->area->mem + chunk->offset,
+					      chunk->size, true);
+	if (!IS_ERR(rdma_entry))
+		to_smmap(rdma_entry)->chunk = chunk;
+	return rdma_entry;
+}
+
+/* Insert every page of vmalloc() memory: each mapped page is referenced. */
+static int softmr_mmap_vmalloc(struct vm_area_struct *vma, void *kaddr)
+{
+	unsigned long addr;
+	int err;
+
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE) {
+		err = vm_insert_page(vma, addr, vmalloc_to_page(kaddr));
+		if (err)
+			return err;
+		kaddr += PAGE_SIZE;
+	}
+	return 0;
 }
 
 /**
@@ -98,7 +142,12 @@ int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		}
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
-	err = remap_vmalloc_range(vma, e->kaddr, 0);
+	if (e->chunk)
+		err = rdma_user_mmap_io(ibuc, vma, PHYS_PFN(virt_to_phys(e->kaddr)),
+					vma->vm_end - vma->vm_start,
+					vma->vm_page_prot, rdma_entry);
+	else
+		err = softmr_mmap_vmalloc(vma, e->kaddr);
 out:
 	rdma_user_mmap_entry_put(rdma_entry);
 	return err;
@@ -115,16 +164,4 @@ void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 	if (e->chunk)
 		softmr_dm_chunk_put(e->chunk);
 	kfree(e);
-}
-
-/**
- * softmr_mmap_entry_hold_chunk() - keep DM memory while an entry lives
- * @rdma_entry: an entry of softmr_mmap_entry_insert(), not yet mapped
- * @chunk: the DM memory behind it; the caller's reference moves to the
- *	entry and is dropped when the entry's last mapping goes
- */
-void softmr_mmap_entry_hold_chunk(struct rdma_user_mmap_entry *rdma_entry,
-				  struct softmr_dm_chunk *chunk)
-{
-	to_smmap(rdma_entry)->chunk = chunk;
 }

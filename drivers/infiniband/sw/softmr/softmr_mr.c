@@ -3,10 +3,11 @@
  * Memory registration: reg_user_mr (pinned, explicit and implicit ODP),
  * rereg, dereg, get_dma_mr, and the key table.
  *
- * Keys: lkey == rkey == index << 8 | key.  The index comes from a cyclic
- * allocator that starts at a random point, the 8-bit key is random for
- * every registration, so a stale key does not reach the MR that reuses its
- * index and a key is not guessable from another.
+ * Keys: lkey == rkey == index << 8 | key.  The 24-bit index is a free
+ * slot found from a random point for every registration and the 8-bit key
+ * is random too, so a key says nothing about other keys (no neighbours to
+ * try), a guess hits one of the live MRs with odds of about their number
+ * in 2^32, and a stale key rarely reaches the MR that reuses its index.
  *
  * Lifetime: the key table holds no reference.  softmr_mr_get() looks an MR
  * up under RCU and takes a reference only while the registration's own
@@ -38,7 +39,6 @@
 void softmr_mr_init_dev(struct softmr_dev *sdev)
 {
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
-	sdev->mr_next = get_random_u32_inclusive(1, BIT(SOFTMR_MR_INDEX_BITS) - 1);
 }
 
 /**
@@ -76,7 +76,7 @@ struct softmr_mr *softmr_mr_create(struct softmr_dev *sdev,
 		atomic_dec(&sdev->mr_count);
 		return ERR_PTR(-ENOMEM);
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr) {
 		atomic_dec(&sdev->mr_count);
 		return ERR_PTR(-ENOMEM);
@@ -97,12 +97,14 @@ struct softmr_mr *softmr_mr_create(struct softmr_dev *sdev,
 static int softmr_mr_key_alloc(struct softmr_mr *mr)
 {
 	struct softmr_dev *sdev = mr->sdev;
+	u32 next = get_random_u32_inclusive(1, BIT(SOFTMR_MR_INDEX_BITS) - 1);
 	u32 index;
 	int err;
 
+	/* the first free index from a random point: not predictable */
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
 			      XA_LIMIT(1, BIT(SOFTMR_MR_INDEX_BITS) - 1),
-			      &sdev->mr_next, GFP_KERNEL);
+			      &next, GFP_KERNEL);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
 	mr->ibmr.lkey = index << SOFTMR_MR_KEY_BITS | get_random_u8();
@@ -135,6 +137,23 @@ struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
+}
+
+/**
+ * softmr_mr_is_live() - is an MR still registered?
+ * @mr: the MR, referenced
+ *
+ * Return: false once dereg has started: long work on the MR may stop.
+ */
+bool softmr_mr_is_live(struct softmr_mr *mr)
+{
+	bool live;
+
+	rcu_read_lock();
+	live = xa_load(&mr->sdev->mr_xa,
+		       mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS) == mr;
+	rcu_read_unlock();
+	return live;
 }
 
 /**
@@ -243,7 +262,7 @@ static int softmr_mr_collect_pages(struct softmr_mr *mr)
 
 	mr->npages = ib_umem_num_pages(umem);
 	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
-				   GFP_KERNEL);
+				   GFP_KERNEL_ACCOUNT);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
@@ -416,6 +435,31 @@ struct ib_mr *softmr_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	return err ? ERR_PTR(err) : &mr->ibmr;
 }
 
+/*
+ * May a PD/access change keep the MR's translation?  Not when it gains
+ * write access to pages pinned without FOLL_WRITE: they may be page-cache
+ * pages of a file the user may only read (a PROT_READ MAP_SHARED mapping),
+ * or pages shared copy-on-write with another process.  Such a change pins
+ * again for writing (a new translation), which fails where the user may
+ * not write (ib_umem_get() with FOLL_WRITE).  ODP MRs fault every write
+ * with write intent (hmm_range_fault() checks the VMA), DM memory is the
+ * user's own, and a dma-buf MR may gain write only through a writable fd.
+ */
+static bool softmr_rereg_keeps_translation(struct softmr_mr *mr,
+					   int new_access)
+{
+	if (!ib_access_writable(new_access))
+		return true;
+	switch (mr->kind) {
+	case SOFTMR_MR_PINNED:
+		return mr->umem->writable;
+	case SOFTMR_MR_DMABUF:
+		return mr->dmabuf_writable;
+	default:
+		return true;
+	}
+}
+
 /**
  * softmr_rereg_user_mr() - the rereg_user_mr verb
  * @ibmr: the MR
@@ -429,7 +473,9 @@ struct ib_mr *softmr_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  *
  * A new translation, or a change between pinned and ODP, builds a new MR
  * with new keys that ib_core swaps in for the old one; a PD or access change
- * alone is made in place.
+ * alone is made in place, unless it gains write access to pages that were
+ * pinned read-only: then the memory is pinned again for writing, which
+ * fails (EFAULT) where the user may not write it.
  *
  * Return: a new MR, NULL when changed in place, or an ERR_PTR.
  */
@@ -449,7 +495,8 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 
 	if (!(flags & IB_MR_REREG_TRANS) &&
 	    !((new_access ^ old->access) & IB_ACCESS_ON_DEMAND) &&
-	    old->kind != SOFTMR_MR_IMPLICIT) {
+	    old->kind != SOFTMR_MR_IMPLICIT &&
+	    softmr_rereg_keeps_translation(old, new_access)) {
 		err = softmr_check_access_flags(new_access);
 		if (err)
 			return ERR_PTR(err);
@@ -460,9 +507,13 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		/* ib_core sets ibmr->pd for IB_MR_REREG_PD */
 		return NULL;
 	}
-	/* a new translation needs the dma-buf fd again: register anew */
+	/*
+	 * A new translation needs the dma-buf fd again: register anew.  So
+	 * does write access to a dma-buf imported through a read-only fd.
+	 */
 	if (old->kind == SOFTMR_MR_DMABUF)
-		return ERR_PTR(-EOPNOTSUPP);
+		return ERR_PTR(flags & IB_MR_REREG_TRANS ? -EOPNOTSUPP :
+			       -EACCES);
 
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->va;

@@ -16,11 +16,15 @@
  *
  * Implicit ODP MRs cover the whole address space through children of
  * SOFTMR_IMPLICIT_CHILD_SIZE, created on first access and released when an
- * invalidation leaves a child with no mapped page.
+ * invalidation, or the access that created it, leaves a child with no
+ * mapped page.  One MR has at most implicit_max_children at a time: each
+ * costs ib_core's per-page arrays (16 bytes a page), which no memory
+ * cgroup is charged for.
  */
 
 #include <linux/hmm.h>
 #include <linux/highmem.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -32,6 +36,11 @@
 #define SOFTMR_ODP_CHUNK	(256UL << PAGE_SHIFT)
 
 static struct workqueue_struct *softmr_odp_wq;
+
+static unsigned int implicit_max_children = 1024;
+module_param(implicit_max_children, uint, 0644);
+MODULE_PARM_DESC(implicit_max_children,
+		 "children (16 MiB of address space each) one implicit ODP MR may have mapped at once (default 1024)");
 
 /**
  * struct softmr_odp_child - one chunk of an implicit ODP MR
@@ -110,6 +119,17 @@ const struct mmu_interval_notifier_ops softmr_odp_ops = {
 	.invalidate = softmr_odp_invalidate,
 };
 
+/* Queue a child's release; parent->imp_lock or its umem_mutex held. */
+static void softmr_odp_child_queue_release(struct softmr_odp_child *child)
+{
+	struct softmr_mr *mr = child->parent;
+
+	spin_lock(&mr->imp_spin);
+	if (!mr->imp_dying && !child->releasing)
+		queue_work(softmr_odp_wq, &child->release_work);
+	spin_unlock(&mr->imp_spin);
+}
+
 static bool softmr_odp_child_invalidate(struct mmu_interval_notifier *mni,
 					const struct mmu_notifier_range *range,
 					unsigned long cur_seq)
@@ -124,14 +144,8 @@ static bool softmr_odp_child_invalidate(struct mmu_interval_notifier *mni,
 	softmr_odp_unmap(to_sdev(odp->umem.ibdev), odp, range, cur_seq);
 	/* unset while the child is being created: nothing mapped yet */
 	child = READ_ONCE(odp->private);
-	if (child && !odp->npages) {
-		struct softmr_mr *mr = child->parent;
-
-		spin_lock(&mr->imp_spin);
-		if (!mr->imp_dying && !child->releasing)
-			queue_work(softmr_odp_wq, &child->release_work);
-		spin_unlock(&mr->imp_spin);
-	}
+	if (child && !odp->npages)
+		softmr_odp_child_queue_release(child);
 	mutex_unlock(&odp->umem_mutex);
 	return true;
 }
@@ -140,19 +154,34 @@ static const struct mmu_interval_notifier_ops softmr_odp_child_ops = {
 	.invalidate = softmr_odp_child_invalidate,
 };
 
+/* Does a child in no use map nothing?  parent->imp_lock held. */
+static bool softmr_odp_child_empty(struct softmr_odp_child *child)
+{
+	bool empty;
+
+	lockdep_assert_held(&child->parent->imp_lock);
+	if (child->users)
+		return false;
+	mutex_lock(&child->odp->umem_mutex);
+	empty = !child->odp->npages;
+	mutex_unlock(&child->odp->umem_mutex);
+	return empty;
+}
+
+/*
+ * The whole release runs under parent->imp_lock, so that
+ * softmr_odp_release_implicit() needs nothing but that lock and each
+ * child's own work to know no release is in flight.
+ */
 static void softmr_odp_child_release_work(struct work_struct *work)
 {
 	struct softmr_odp_child *child =
 		container_of(work, struct softmr_odp_child, release_work);
 	struct softmr_mr *mr = child->parent;
-	bool release = false;
+	bool release;
 
 	mutex_lock(&mr->imp_lock);
-	if (!child->users) {
-		mutex_lock(&child->odp->umem_mutex);
-		release = !child->odp->npages;
-		mutex_unlock(&child->odp->umem_mutex);
-	}
+	release = softmr_odp_child_empty(child);
 	if (release) {
 		spin_lock(&mr->imp_spin);
 		release = !mr->imp_dying;
@@ -161,15 +190,15 @@ static void softmr_odp_child_release_work(struct work_struct *work)
 	}
 	if (release) {
 		xa_erase(&mr->children, child->index);
+		mr->imp_children--;
 		/* an invalidation may have queued us again meanwhile */
 		cancel_work(&child->release_work);
+		/* waits for invalidations in flight, which may use @child */
+		ib_umem_odp_release(child->odp);
+		softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
+		kfree(child);
 	}
 	mutex_unlock(&mr->imp_lock);
-	if (!release)
-		return;
-	ib_umem_odp_release(child->odp);
-	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
-	kfree(child);
 }
 
 /* Find or create the child that maps @va, and mark it in use. */
@@ -189,7 +218,11 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 	if (child)
 		goto found;
 
-	child = kzalloc(sizeof(*child), GFP_KERNEL);
+	if (mr->imp_children >= READ_ONCE(implicit_max_children)) {
+		err = -ENOMEM;
+		goto err_unlock;
+	}
+	child = kzalloc(sizeof(*child), GFP_KERNEL_ACCOUNT);
 	if (!child) {
 		err = -ENOMEM;
 		goto err_unlock;
@@ -210,6 +243,7 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 	err = xa_err(xa_store(&mr->children, index, child, GFP_KERNEL));
 	if (err)
 		goto err_release;
+	mr->imp_children++;
 	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILDREN, 1);
 found:
 	child->users++;
@@ -225,12 +259,19 @@ err_unlock:
 	return ERR_PTR(err);
 }
 
+/*
+ * Done with a child.  One the access left empty (it faulted nothing in:
+ * PREFETCH_NO_FAULT, or memory not in the mm) goes again, so that
+ * unmapped space costs nothing after the access.
+ */
 static void softmr_odp_child_put(struct softmr_odp_child *child)
 {
 	struct softmr_mr *mr = child->parent;
 
 	mutex_lock(&mr->imp_lock);
 	child->users--;
+	if (softmr_odp_child_empty(child))
+		softmr_odp_child_queue_release(child);
 	mutex_unlock(&mr->imp_lock);
 }
 
@@ -264,10 +305,17 @@ void softmr_odp_release_implicit(struct softmr_mr *mr)
 	spin_lock(&mr->imp_spin);
 	mr->imp_dying = true;
 	spin_unlock(&mr->imp_spin);
-	/* no release work is queued for this MR after this */
-	flush_workqueue(softmr_odp_wq);
+	/*
+	 * No release work is queued for this MR after this, and none
+	 * releases a child: one that was releasing did so under imp_lock,
+	 * later ones see imp_dying.  Wait only for this MR's own work: a
+	 * global flush would wait behind every user's prefetches.
+	 */
+	mutex_lock(&mr->imp_lock);
+	mutex_unlock(&mr->imp_lock);
 
 	xa_for_each(&mr->children, index, child) {
+		cancel_work_sync(&child->release_work);
 		xa_erase(&mr->children, index);
 		ib_umem_odp_release(child->odp);
 		softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
@@ -551,6 +599,11 @@ static int softmr_prefetch_umem(struct softmr_mr *mr, struct ib_umem_odp *odp,
 	while (len) {
 		u64 n = softmr_odp_chunk(va, len);
 
+		/* a long prefetch yields, and ends with a dereg or a kill */
+		cond_resched();
+		if (fatal_signal_pending(current) || !softmr_mr_is_live(mr))
+			return -EINTR;
+
 		err = softmr_odp_map_and_lock(mr->sdev, odp, va, n, need,
 					      fault);
 		if (err)
@@ -690,7 +743,7 @@ int softmr_advise_mr(struct ib_pd *ibpd,
 	if (flags & ~IB_UVERBS_ADVISE_MR_FLAG_FLUSH)
 		return -EINVAL;
 
-	pf = kzalloc(struct_size(pf, sg, num_sge), GFP_KERNEL);
+	pf = kzalloc(struct_size(pf, sg, num_sge), GFP_KERNEL_ACCOUNT);
 	if (!pf)
 		return -ENOMEM;
 	pf->num_sge = num_sge;

@@ -9,6 +9,7 @@
  * is dropped, so an engine working on a peer never sees it freed.
  */
 
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -23,6 +24,8 @@
 void softmr_qp_init_dev(struct softmr_dev *sdev)
 {
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	/* numbers that say nothing about other devices' or earlier QPs */
+	sdev->qp_next = get_random_u32_inclusive(SOFTMR_QPN_MIN, SOFTMR_QPN_MAX);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 }
 
@@ -100,6 +103,9 @@ void softmr_qp_set_error(struct softmr_qp *qp)
 	softmr_qp_kick(qp);
 }
 
+/* QP serial numbers, never reused (unlike QP numbers) */
+static atomic64_t softmr_qp_serial = ATOMIC64_INIT(0);
+
 /* Lock classes of send queues, apart from receive queues (nested in them). */
 static struct lock_class_key softmr_sq_lock_key;
 static struct lock_class_key softmr_sq_post_lock_key;
@@ -121,18 +127,21 @@ static int softmr_qp_check_cap(struct softmr_dev *sdev,
 	return 0;
 }
 
-/* Give the QP its number and make it reachable. */
-static int softmr_qp_publish(struct softmr_dev *sdev, struct softmr_qp *qp,
+/*
+ * Give the QP its number, reserved: lookups find nothing there until
+ * softmr_qp_publish(), so an error before that frees a QP no one has seen.
+ */
+static int softmr_qp_reserve(struct softmr_dev *sdev, struct softmr_qp *qp,
 			     enum ib_qp_type type)
 {
 	u32 qpn;
 	int err;
 
 	if (type == IB_QPT_GSI) {
-		err = xa_insert(&sdev->qp_xa, 1, qp, GFP_KERNEL);
+		err = xa_insert(&sdev->qp_xa, 1, NULL, GFP_KERNEL);
 		qpn = 1;
 	} else {
-		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, qp,
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
 				      XA_LIMIT(SOFTMR_QPN_MIN, SOFTMR_QPN_MAX),
 				      &sdev->qp_next, GFP_KERNEL);
 		err = err < 0 ? err : 0;
@@ -141,6 +150,12 @@ static int softmr_qp_publish(struct softmr_dev *sdev, struct softmr_qp *qp,
 		return err == -EBUSY ? -EINVAL : err;
 	qp->ibqp.qp_num = qpn;
 	return 0;
+}
+
+/* Make a fully built QP reachable by its number: the last step. */
+static void softmr_qp_publish(struct softmr_dev *sdev, struct softmr_qp *qp)
+{
+	xa_store(&sdev->qp_xa, qp->ibqp.qp_num, qp, GFP_KERNEL);
 }
 
 /**
@@ -201,6 +216,7 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	refcount_set(&qp->users, 1);
 	init_completion(&qp->released);
 	spin_lock_init(&qp->state_lock);
+	qp->serial = atomic64_inc_return(&softmr_qp_serial);
 	INIT_LIST_HEAD(&qp->rnr_entry);
 	qp->rnr_left = -1;
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
@@ -239,18 +255,19 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		init->cap.max_recv_sge = qp->rq.max_sge;
 	}
 
-	err = softmr_qp_publish(sdev, qp, init->qp_type);
+	err = softmr_qp_reserve(sdev, qp, init->qp_type);
 	if (err)
 		goto err_rq;
 	if (udata) {
 		resp.max_inline = qp->max_inline;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 		if (err)
-			goto err_unpublish;
+			goto err_unreserve;
 	}
+	softmr_qp_publish(sdev, qp);
 	return 0;
 
-err_unpublish:
+err_unreserve:
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 err_rq:
 	if (!qp->srq)
@@ -416,6 +433,10 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	softmr_qp_apply_attr(qp, attr, mask, &av);
 	if (mask & IB_QP_STATE)
 		softmr_qp_store_state(qp, new);
+	/* connected anew: the next first message latches the partner */
+	if ((mask & (IB_QP_AV | IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_SQ_PSN)) ||
+	    new == IB_QPS_RESET)
+		atomic64_set(&qp->peer_serial, 0);
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 
 	if (!(mask & IB_QP_STATE) || cur == new)
@@ -515,6 +536,9 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* nothing runs the QP now; softmr_rnr_wait() skipped it since dying */
+	if (WARN_ON_ONCE(!list_empty_careful(&qp->rnr_entry)))
+		softmr_rnr_forget(qp);
 
 	if (!qp->srq)
 		softmr_wq_cleanup(&qp->rq);

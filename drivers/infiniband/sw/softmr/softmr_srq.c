@@ -91,7 +91,7 @@ static int softmr_srq_resize(struct softmr_srq *srq, u32 max_wr,
 	struct softmr_wq_info info = {};
 	struct softmr_wq *rq = &srq->rq;
 	struct softmr_wq nwq = {};
-	unsigned long flags;
+	unsigned long flags, rflags;
 	u32 prod, i;
 	int err;
 
@@ -123,7 +123,11 @@ static int softmr_srq_resize(struct softmr_srq *srq, u32 max_wr,
 		nwq.hdr->producer = prod;
 		nwq.hdr->consumer = rq->cons;
 		nwq.max_sge = rq->max_sge;
+		/* softmr_rnr_wake() writes rnr_waiting in the header it sees */
+		softmr_rnr_lock_irqsave(&rflags);
+		nwq.hdr->rnr_waiting = rq->hdr->rnr_waiting;
 		softmr_wq_swap_ring(rq, &nwq);
+		softmr_rnr_unlock_irqrestore(rflags);
 	}
 	spin_unlock_irqrestore(&rq->post_lock, flags);
 	mutex_unlock(&rq->lock);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * Work queue rings: the send and receive queues of QPs and shared receive
- * queues.  A ring is vmalloc_user() memory: struct softmr_wq_hdr, then
+ * queues.  A ring is vmalloc() memory: struct softmr_wq_hdr, then
  * fixed-size WQEs.  User rings are mapped by the provider, which writes
  * WQEs and the producer index; kernel rings are filled by the post verbs.
  *
@@ -49,11 +49,12 @@ int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
 	spin_lock_init(&wq->post_lock);
 	mutex_init(&wq->lock);
 
-	wq->hdr = vmalloc_user(wq->bytes);
+	/* charged to the caller's memory cgroup */
+	wq->hdr = __vmalloc(wq->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!wq->hdr)
 		return -ENOMEM;
-	wq->wqe = kmalloc(wq->stride, GFP_KERNEL);
-	wq->sgl = kmalloc(sizeof(*wq->sgl), GFP_KERNEL);
+	wq->wqe = kmalloc(wq->stride, GFP_KERNEL_ACCOUNT);
+	wq->sgl = kmalloc(sizeof(*wq->sgl), GFP_KERNEL_ACCOUNT);
 	if (!wq->wqe || !wq->sgl)
 		goto err;
 	if (!udata)

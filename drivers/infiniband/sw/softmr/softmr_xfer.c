@@ -26,6 +26,13 @@
 
 /* Bytes moved under one hold of the MRs' locks at most. */
 #define SOFTMR_XFER_CHUNK	SZ_1M
+/*
+ * Faults of one piece that an invalidation undid before the copy could
+ * take the pages.  A peer that keeps invalidating (munmap, madvise in a
+ * loop) makes the transfer fail with an error completion after this many,
+ * instead of livelocking the engine.
+ */
+#define SOFTMR_XFER_RETRIES	128
 
 static bool softmr_mr_is_odp(struct softmr_mr *mr)
 {
@@ -116,7 +123,7 @@ static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
 	case SOFTMR_MR_DM:
 		p = mr->dm_kaddr + (iova - mr->iova);
 		*pofs = offset_in_page(p);
-		return vmalloc_to_page(p);
+		return virt_to_page(p);
 	case SOFTMR_MR_DMABUF:
 		return softmr_dmabuf_page(mr, iova, pofs);
 	case SOFTMR_MR_DMA:
@@ -165,11 +172,15 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
  * Sleeps (ODP faults).  The MRs may be the same.
  *
  * Return: 0, -EFAULT when the source could not be read (ODP memory no
- * longer in its mm), -ENXIO when the destination could not be written.
+ * longer in its mm, or invalidated again and again), -ENXIO when the
+ * destination could not be written, -EINTR when the thread is being
+ * killed.
  */
 int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 		   u64 siova, u64 len)
 {
+	unsigned int retries = 0;
+
 	while (len) {
 		u64 n = min_t(u64, len, SOFTMR_XFER_CHUNK);
 		struct softmr_span ss, ds;
@@ -199,9 +210,14 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 		softmr_span_put(&ds);
 		softmr_span_put(&ss);
 		if (err == -EAGAIN) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			if (++retries > SOFTMR_XFER_RETRIES)
+				return softmr_mr_is_odp(src) ? -EFAULT : -ENXIO;
 			cond_resched();
 			continue;
 		}
+		retries = 0;
 		if (err)
 			return err;
 		siova += n;
@@ -232,11 +248,14 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 	struct ww_acquire_ctx ww;
 	unsigned int pofs;
 	struct page *page;
+	unsigned int retries = 0;
 	u64 n = sizeof(u64);
 	void *kaddr;
 	int err;
 
 	do {
+		if (retries++ > SOFTMR_XFER_RETRIES)
+			return -EFAULT;
 		err = softmr_span_get(&s, mr, iova, &n, true);
 		if (err)
 			return err;
