@@ -29,6 +29,7 @@ struct eng_env {
 	u8 *abuf, *bbuf;
 	u64 adma, bdma;
 	struct ib_mr *atomic_mr;	/* remote atomic on everything */
+	u32 sq_psn;			/* eng_connect()'s send PSN, 0: 1 */
 };
 
 static void eng_release(void *data)
@@ -121,7 +122,7 @@ static int eng_connect(struct eng_env *e, struct ib_qp *qp, u32 dqpn,
 	attr.timeout = 14;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = rnr_retry;
-	attr.sq_psn = 1;
+	attr.sq_psn = e->sq_psn ?: 1;
 	attr.max_rd_atomic = 4;
 	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
 			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
@@ -637,6 +638,171 @@ static void softmr_test_eng_wr_list(struct kunit *test)
 					     e->abuf + i * 256, 256), 0);
 }
 
+/* Inline SGE lengths whose sum wraps 32 bits are refused, not copied. */
+static void softmr_test_eng_inline_wrap(struct kunit *test)
+{
+	struct eng_env *e = eng_env(test, "softmr_kt81", 7);
+	struct ib_sge sge[2] = {
+		{ .addr = (uintptr_t)e->abuf, .length = 0xfffffff0 },
+		{ .addr = (uintptr_t)e->abuf, .length = 0x20 },
+	};
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND, .sg_list = sge, .num_sge = 2,
+		.send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED,
+	};
+	const struct ib_send_wr *bad = NULL;
+	struct ib_wc wc;
+
+	KUNIT_EXPECT_EQ(test, ib_post_send(e->a, &wr, &bad), -EINVAL);
+	KUNIT_EXPECT_PTR_EQ(test, bad, (const struct ib_send_wr *)&wr);
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, ib_poll_cq(e->cq, 1, &wc), 0);
+}
+
+struct eng_timer {
+	struct timer_list timer;
+	struct eng_env *e;
+	int err;
+	bool done;
+};
+
+static void eng_recv_timer(struct timer_list *t)
+{
+	struct eng_timer *et = from_timer(et, t, timer);
+
+	et->err = eng_recv(et->e, et->e->b, et->e->bdma, 64, 83);
+	WRITE_ONCE(et->done, true);
+}
+
+/*
+ * A kernel ULP may post receives in softirq context, where the RNR wake
+ * takes the RNR lock; lockdep reports an inconsistent lock state if the
+ * lock is ever taken with softirqs enabled elsewhere.  The sender waits
+ * (RNR) while a timer posts the receive.
+ */
+static void softmr_test_eng_recv_in_softirq(struct kunit *test)
+{
+	struct eng_env *e = eng_env(test, "softmr_kt82", 7);
+	struct eng_timer et = { .e = e };
+	struct ib_wc wc;
+	int i;
+
+	eng_fill(e->abuf, 64, 9);
+	KUNIT_ASSERT_EQ(test, eng_send(e, e->a, IB_WR_SEND, e->adma, 64, 0, 0,
+				       82), 0);
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, ib_poll_cq(e->cq, 1, &wc), 0);
+	timer_setup_on_stack(&et.timer, eng_recv_timer, 0);
+	mod_timer(&et.timer, jiffies + 1);
+	for (i = 0; i < ENG_WAIT_MS && !READ_ONCE(et.done); i++)
+		usleep_range(500, 1000);
+	del_timer_sync(&et.timer);
+	destroy_timer_on_stack(&et.timer);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(et.done));
+	KUNIT_ASSERT_EQ(test, et.err, 0);
+	KUNIT_ASSERT_TRUE(test, eng_poll(e, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_ASSERT_TRUE(test, eng_poll(e, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, e->abuf, 64), 0);
+}
+
+/*
+ * A QP being destroyed is never put on the RNR wait list (which holds no
+ * reference): a run already in flight when destroy_qp starts must not
+ * leave it there.
+ */
+static void softmr_test_eng_dying_not_rnr(struct kunit *test)
+{
+	struct eng_env *e = eng_env(test, "softmr_kt83", 7);
+	struct softmr_qp *qa = to_sqp(e->a);
+	unsigned long flags;
+
+	spin_lock_irqsave(&qa->state_lock, flags);
+	qa->dying = true;
+	spin_unlock_irqrestore(&qa->state_lock, flags);
+	KUNIT_ASSERT_EQ(test, eng_send(e, e->a, IB_WR_SEND, e->adma, 64, 0, 0,
+				       84), 0);
+	softmr_qp_run(qa);	/* as a doorbell write() in flight would */
+	KUNIT_EXPECT_TRUE(test, list_empty_careful(&qa->rnr_entry));
+}
+
+/*
+ * Only the connected partner reaches a QP: a QP that got the number of
+ * the partner after it was destroyed (numbers are recycled), and a
+ * requester whose PSN is not the responder's, are refused as a wire
+ * responder would refuse them; the memory stays untouched.
+ */
+static void softmr_test_eng_partner_binding(struct kunit *test)
+{
+	struct eng_env *e = eng_env(test, "softmr_kt84", 7);
+	u32 rkey = e->pd->unsafe_global_rkey;
+	struct ib_qp *c;
+	struct ib_wc wc;
+	u32 old_qpn;
+
+	/* the pair talks: each end latches the other */
+	eng_fill(e->abuf, 256, 1);
+	KUNIT_ASSERT_EQ(test, eng_send(e, e->a, IB_WR_RDMA_WRITE, e->adma, 64,
+				       e->bdma, rkey, 1), 0);
+	KUNIT_ASSERT_TRUE(test, eng_poll_qp(test, e, e->a, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+
+	/* A goes; C gets its number and connects to B like A was */
+	old_qpn = e->a->qp_num;
+	ib_destroy_qp(e->a);
+	e->a = NULL;
+	e->sdev->qp_next = old_qpn;
+	c = eng_qp(test, e, IB_QPT_RC);
+	e->a = c;	/* released with the env */
+	KUNIT_ASSERT_EQ(test, c->qp_num, old_qpn);
+	KUNIT_ASSERT_EQ(test, eng_connect(e, c, e->b->qp_num, 7, 1), 0);
+	memset(e->bbuf, 0, ENG_BUF);
+	KUNIT_ASSERT_EQ(test, eng_send(e, c, IB_WR_RDMA_WRITE, e->adma, 64,
+				       e->bdma, rkey, 2), 0);
+	KUNIT_ASSERT_TRUE(test, eng_poll_qp(test, e, c, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_RETRY_EXC_ERR);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(e->bbuf, 0, ENG_BUF));
+
+	/* B connected anew to C: now C is the partner, with matching PSNs */
+	{
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
+
+		KUNIT_ASSERT_EQ(test, ib_modify_qp(e->b, &attr, IB_QP_STATE),
+				0);
+		KUNIT_ASSERT_EQ(test, eng_connect(e, e->b, c->qp_num, 7, 1),
+				0);
+		attr.qp_state = IB_QPS_RESET;
+		KUNIT_ASSERT_EQ(test, ib_modify_qp(c, &attr, IB_QP_STATE), 0);
+		KUNIT_ASSERT_EQ(test, eng_connect(e, c, e->b->qp_num, 7, 1),
+				0);
+	}
+	KUNIT_ASSERT_EQ(test, eng_send(e, c, IB_WR_RDMA_WRITE, e->adma, 64,
+				       e->bdma, rkey, 3), 0);
+	KUNIT_ASSERT_TRUE(test, eng_poll_qp(test, e, c, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, e->abuf, 64), 0);
+}
+
+/* A requester whose send PSN is not the responder's receive PSN is refused. */
+static void softmr_test_eng_psn_mismatch(struct kunit *test)
+{
+	struct eng_env *e = eng_env(test, "softmr_kt85", 7);
+	u32 rkey = e->pd->unsafe_global_rkey;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
+	struct ib_wc wc;
+
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(e->a, &attr, IB_QP_STATE), 0);
+	e->sq_psn = 2;	/* B expects 1 */
+	KUNIT_ASSERT_EQ(test, eng_connect(e, e->a, e->b->qp_num, 7, 1), 0);
+	memset(e->bbuf, 0, ENG_BUF);
+	KUNIT_ASSERT_EQ(test, eng_send(e, e->a, IB_WR_RDMA_WRITE, e->adma, 64,
+				       e->bdma, rkey, 5), 0);
+	KUNIT_ASSERT_TRUE(test, eng_poll_qp(test, e, e->a, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_RETRY_EXC_ERR);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(e->bbuf, 0, ENG_BUF));
+}
+
 static struct kunit_case softmr_engine_cases[] = {
 	KUNIT_CASE(softmr_test_eng_write_read),
 	KUNIT_CASE(softmr_test_eng_send_imm),
@@ -649,6 +815,11 @@ static struct kunit_case softmr_engine_cases[] = {
 	KUNIT_CASE(softmr_test_eng_rnr_then_recv),
 	KUNIT_CASE(softmr_test_eng_flush_rq),
 	KUNIT_CASE(softmr_test_eng_wr_list),
+	KUNIT_CASE(softmr_test_eng_inline_wrap),
+	KUNIT_CASE(softmr_test_eng_recv_in_softirq),
+	KUNIT_CASE(softmr_test_eng_dying_not_rnr),
+	KUNIT_CASE(softmr_test_eng_partner_binding),
+	KUNIT_CASE(softmr_test_eng_psn_mismatch),
 	{}
 };
 

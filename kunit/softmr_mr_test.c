@@ -496,6 +496,87 @@ static void softmr_test_rereg(struct kunit *test)
 	softmr_dereg_mr(&mr->ibmr, NULL);
 }
 
+/*
+ * Gaining write access never reuses pages pinned read-only: a read-only
+ * MR over memory the user may not write (here a PROT_READ mapping, whose
+ * read-only pin is the shared zero page) cannot be made writable; one
+ * over writable memory is pinned again for writing (a new MR, new keys).
+ */
+static void softmr_test_rereg_write_repins(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt3a");
+	unsigned long u = umem(test, PAGE_SIZE, 9);
+	unsigned long ro;
+	struct softmr_mr *mr, *nmr;
+	struct ib_mr *ret;
+	u8 b[16] = { 0x5a };
+	u32 key;
+
+	ro = kunit_vm_mmap(test, NULL, 0, PAGE_SIZE, PROT_READ,
+			   MAP_ANONYMOUS | MAP_PRIVATE, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(ro));
+	mr = reg_ok(test, e, ro, PAGE_SIZE, ro, 0);
+	key = mr->ibmr.lkey;
+	ret = softmr_rereg_user_mr(&mr->ibmr, IB_MR_REREG_ACCESS, 0, 0, 0,
+				   RW, NULL, NULL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(ret), -EFAULT);
+	/* unchanged: same key, still read-only */
+	KUNIT_EXPECT_EQ(test, mr->ibmr.lkey, key);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(mr->access), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, ro, b, sizeof(b),
+					     SOFTMR_TO_MR,
+					     IB_ACCESS_REMOTE_WRITE), -EACCES);
+	softmr_dereg_mr(&mr->ibmr, NULL);
+
+	/* writable memory registered read-only: pinned again for writing */
+	mr = reg_ok(test, e, u, PAGE_SIZE, u, IB_ACCESS_REMOTE_READ);
+	KUNIT_EXPECT_FALSE(test, mr->umem->writable);
+	ret = softmr_rereg_user_mr(&mr->ibmr, IB_MR_REREG_ACCESS, 0, 0, 0,
+				   RW, NULL, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(ret));
+	nmr = to_smr(ret);
+	KUNIT_EXPECT_NE(test, nmr->ibmr.lkey, mr->ibmr.lkey);
+	KUNIT_EXPECT_TRUE(test, nmr->umem->writable);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(nmr, u, b, sizeof(b),
+					     SOFTMR_TO_MR,
+					     IB_ACCESS_REMOTE_WRITE), 0);
+	KUNIT_EXPECT_TRUE(test, user_equals(u, b, sizeof(b)));
+	/* dropping write access again stays in place */
+	KUNIT_EXPECT_NULL(test, softmr_rereg_user_mr(&nmr->ibmr,
+						     IB_MR_REREG_ACCESS, 0, 0,
+						     0, IB_ACCESS_REMOTE_READ,
+						     NULL, NULL));
+	softmr_dereg_mr(&nmr->ibmr, NULL);
+	softmr_dereg_mr(&mr->ibmr, NULL);
+}
+
+/*
+ * Touching unmapped space through an implicit MR leaves nothing behind:
+ * the children such an access creates map nothing and are released.
+ */
+static void softmr_test_implicit_empty_children(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt3b");
+	u64 len = 4 * SOFTMR_IMPLICIT_CHILD_SIZE;
+	unsigned long u;
+	struct softmr_mr *mr;
+
+	u = kunit_vm_mmap(test, NULL, 0, len, PROT_READ | PROT_WRITE,
+			  MAP_ANONYMOUS | MAP_PRIVATE, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(u));
+	KUNIT_ASSERT_EQ(test, vm_munmap(u, len), 0);
+
+	mr = reg_ok(test, e, 0, U64_MAX, 0, RW | IB_ACCESS_ON_DEMAND);
+	KUNIT_EXPECT_EQ(test, advise(e, e->pd,
+				     IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+				     IB_UVERBS_ADVISE_MR_FLAG_FLUSH,
+				     mr->ibmr.lkey, u, len), 0);
+	softmr_odp_flush();
+	KUNIT_EXPECT_TRUE(test, xa_empty(&mr->children));
+	KUNIT_EXPECT_EQ(test, mr->imp_children, 0);
+	softmr_dereg_mr(&mr->ibmr, NULL);
+}
+
 /* Kernel users: a DMA MR reaches memory by the device's DMA addresses. */
 static void softmr_test_dma_mr(struct kunit *test)
 {
@@ -605,6 +686,8 @@ static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_implicit),
 	KUNIT_CASE(softmr_test_advise),
 	KUNIT_CASE(softmr_test_rereg),
+	KUNIT_CASE(softmr_test_rereg_write_repins),
+	KUNIT_CASE(softmr_test_implicit_empty_children),
 	KUNIT_CASE(softmr_test_dma_mr),
 	KUNIT_CASE(softmr_test_odp_copy_vs_invalidate),
 	{}

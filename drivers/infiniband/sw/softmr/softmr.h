@@ -112,6 +112,8 @@ enum softmr_counter {
  * @ah_xa: address vectors by AH number, RCU
  * @ah_next: next AH number tried
  * @ah_count: AHs now
+ * @odp_pages: pages of address space ODP umems cover now (ib_core keeps
+ *	16 bytes for each), bounded by odp_max_pages
  * @counters: enum softmr_counter
  * @dm_area: the device memory, referenced (allocations outlive the device)
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
@@ -144,6 +146,7 @@ struct softmr_dev {
 	u32 ah_next;
 	atomic_t ah_count;
 
+	atomic64_t odp_pages;
 	atomic64_t counters[SOFTMR_NUM_COUNTERS];
 
 	struct softmr_dm_area *dm_area;
@@ -267,6 +270,7 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @imp_spin: implicit: guards @imp_dying against queued releases
  * @imp_dying: implicit: deregistration started, release no child
  * @imp_children: implicit: children now; under @imp_lock
+ * @odp_charged: explicit ODP: pages charged by softmr_odp_charge()
  * @users: references: one for the registration, one per lookup
  * @released: completed when @users drops to zero
  * @rcu: frees the MR after concurrent RCU lookups are done
@@ -296,6 +300,7 @@ struct softmr_mr {
 	spinlock_t imp_spin;		/* imp_dying vs. queued releases */
 	bool imp_dying;
 	unsigned int imp_children;
+	u64 odp_charged;
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;
@@ -308,6 +313,7 @@ struct softmr_mr {
  * @num: slots, a power of two
  * @prod: the producer index; the kernel's own, copied to @hdr
  * @qps: kernel CQs: the QP of each slot (ib_wc.qp)
+ * @entry: user CQs: the ring's mmap entry, which owns @hdr
  */
 struct softmr_cq_ring {
 	struct softmr_ring_hdr *hdr;
@@ -315,6 +321,7 @@ struct softmr_cq_ring {
 	u32 num;
 	u32 prod;
 	struct ib_qp **qps;
+	struct rdma_user_mmap_entry *entry;
 };
 
 /**
@@ -324,7 +331,8 @@ struct softmr_cq_ring {
  * @ring: the ring
  * @notify: armed for IB_CQ_NEXT_COMP or IB_CQ_SOLICITED, or 0
  * @is_user: mapped by a user context (polled there)
- * @mmap_entry: user CQs: the ring's mmap entry
+ * @overflowed: the ring overflowed: IB_EVENT_CQ_ERR was reported, later
+ *	completions are dropped silently
  */
 struct softmr_cq {
 	struct ib_cq ibcq;
@@ -332,7 +340,7 @@ struct softmr_cq {
 	struct softmr_cq_ring ring;
 	u8 notify;
 	bool is_user;
-	struct rdma_user_mmap_entry *mmap_entry;
+	bool overflowed;
 };
 
 static inline struct softmr_cq *to_scq(struct ib_cq *ibcq)
@@ -370,7 +378,7 @@ struct softmr_sgl {
  * @wqe: copy of the WQE being executed (under @lock)
  * @sgl: scratch SG list of the consumer (under @lock)
  * @is_user: the ring is mapped by a user context
- * @mmap_entry: user rings: the mmap entry
+ * @mmap_entry: user rings: the mmap entry, which owns @hdr
  */
 struct softmr_wq {
 	struct softmr_wq_hdr *hdr;
@@ -468,6 +476,8 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @rnr_wq: the receive queue an RNR wait is for (compared only)
  * @rnr_entry: entry in the list of QPs in an RNR wait
  * @serial: unique for the module's lifetime (QP numbers are recycled)
+ * @rtr_serial: the newest serial when the destination was set (RTR): the
+ *	partner existed then, so a QP with a higher serial is not it
  * @peer_serial: connected QPs: @serial of the partner this QP exchanged
  *	its first message with since it was connected, or 0
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
@@ -494,6 +504,7 @@ struct softmr_qp {
 	struct softmr_wq *rnr_wq;
 	struct list_head rnr_entry;
 	u64 serial;
+	u64 rtr_serial;
 	atomic64_t peer_serial;
 	struct delayed_work sq_work;
 	struct softmr_req *req;
@@ -693,6 +704,8 @@ int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 /* softmr_odp.c: on-demand paging, implicit children, advise_mr */
 extern const struct mmu_interval_notifier_ops softmr_odp_ops;
 int softmr_odp_init_implicit(struct softmr_mr *mr);
+int softmr_odp_charge(struct softmr_dev *sdev, u64 npages);
+void softmr_odp_uncharge(struct softmr_dev *sdev, u64 npages);
 void softmr_odp_release_implicit(struct softmr_mr *mr);
 int softmr_odp_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		    enum softmr_copy_dir dir);
@@ -725,6 +738,11 @@ extern const struct ib_device_ops softmr_dev_ops;
 struct rdma_user_mmap_entry *
 softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 			 bool writable);
+struct rdma_user_mmap_entry *
+softmr_mmap_entry_insert_ring(struct ib_ucontext *ibuc, void *kaddr,
+			      size_t size);
+void softmr_mmap_ring_free(struct rdma_user_mmap_entry *rdma_entry,
+			   void *kaddr);
 struct rdma_user_mmap_entry *
 softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
 			    struct softmr_dm_chunk *chunk);

@@ -53,31 +53,30 @@ static int softmr_cq_ring_alloc(struct softmr_cq_ring *r, int cqe,
 static void softmr_cq_ring_free(struct softmr_cq_ring *r)
 {
 	kvfree(r->qps);
-	vfree(r->hdr);
+	softmr_mmap_ring_free(r->entry, r->hdr);
+	r->entry = NULL;
+	r->hdr = NULL;
 }
 
-/* Make @r mappable by the CQ's context and tell user space where it is. */
-static struct rdma_user_mmap_entry *
-softmr_cq_publish(struct softmr_cq_ring *r, struct ib_udata *udata)
+/*
+ * Make @r mappable by the CQ's context (its entry then owns the ring) and
+ * tell user space where it is.
+ */
+static int softmr_cq_publish(struct softmr_cq_ring *r, struct ib_udata *udata)
 {
 	struct softmr_ucontext *suc =
 		rdma_udata_to_drv_context(udata, struct softmr_ucontext, ibuc);
 	struct softmr_create_cq_resp resp = {};
 	struct rdma_user_mmap_entry *entry;
-	int err;
 
-	entry = softmr_mmap_entry_insert(&suc->ibuc, r->hdr, r->bytes, true);
+	entry = softmr_mmap_entry_insert_ring(&suc->ibuc, r->hdr, r->bytes);
 	if (IS_ERR(entry))
-		return entry;
+		return PTR_ERR(entry);
+	r->entry = entry;
 	resp.mmap_offset = rdma_user_mmap_get_offset(entry);
 	resp.mmap_size = r->bytes;
 	resp.num_entries = r->num;
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (err) {
-		rdma_user_mmap_entry_remove(entry);
-		return ERR_PTR(err);
-	}
-	return entry;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
 /**
@@ -115,12 +114,9 @@ int softmr_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err_count;
 	ibcq->cqe = cq->ring.num - 1;
 	if (udata) {
-		cq->mmap_entry = softmr_cq_publish(&cq->ring, udata);
-		if (IS_ERR(cq->mmap_entry)) {
-			err = PTR_ERR(cq->mmap_entry);
-			cq->mmap_entry = NULL;
+		err = softmr_cq_publish(&cq->ring, udata);
+		if (err)
 			goto err_ring;
-		}
 	}
 	return 0;
 
@@ -142,8 +138,6 @@ int softmr_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct softmr_cq *cq = to_scq(ibcq);
 
-	if (cq->mmap_entry)
-		rdma_user_mmap_entry_remove(cq->mmap_entry);
 	softmr_cq_ring_free(&cq->ring);
 	atomic_dec(&to_sdev(ibcq->device)->cq_count);
 	return 0;
@@ -169,7 +163,7 @@ static u32 softmr_cq_used(struct softmr_cq *cq)
  * @solicited: the completion was solicited
  *
  * Calls the completion handler when the CQ is armed for it.  A full ring
- * raises IB_EVENT_CQ_ERR and drops the completion.
+ * drops the completion and raises IB_EVENT_CQ_ERR, the first time only.
  *
  * Return: 0 or -EOVERFLOW.
  */
@@ -183,8 +177,15 @@ int softmr_cq_post(struct softmr_cq *cq, const struct ib_uverbs_wc *wc,
 
 	spin_lock_irqsave(&cq->lock, flags);
 	if (softmr_cq_used(cq) >= r->num) {
+		/*
+		 * Once, as a device reports a CQ overrun: a user that keeps
+		 * its ring full must not make ib_core queue an event (an
+		 * uncharged allocation) per completion.
+		 */
+		notify = !cq->overflowed;
+		cq->overflowed = true;
 		spin_unlock_irqrestore(&cq->lock, flags);
-		if (cq->ibcq.event_handler) {
+		if (notify && cq->ibcq.event_handler) {
 			struct ib_event ev = {
 				.device = cq->ibcq.device,
 				.element.cq = &cq->ibcq,
@@ -312,7 +313,6 @@ int softmr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct softmr_dev *sdev = to_sdev(ibcq->device);
 	struct softmr_cq *cq = to_scq(ibcq);
-	struct rdma_user_mmap_entry *entry = NULL;
 	struct softmr_cq_ring nr = {}, old;
 	unsigned long flags;
 	u32 used, i, cons;
@@ -327,10 +327,10 @@ int softmr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	if (err)
 		return err;
 	if (cq->is_user) {
-		entry = softmr_cq_publish(&nr, udata);
-		if (IS_ERR(entry)) {
+		err = softmr_cq_publish(&nr, udata);
+		if (err) {
 			softmr_cq_ring_free(&nr);
-			return PTR_ERR(entry);
+			return err;
 		}
 	}
 
@@ -339,8 +339,6 @@ int softmr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	used = cq->ring.prod - cons;
 	if (used > cq->ring.num || used > nr.num - 1) {
 		spin_unlock_irqrestore(&cq->lock, flags);
-		if (entry)
-			rdma_user_mmap_entry_remove(entry);
 		softmr_cq_ring_free(&nr);
 		return -EINVAL;
 	}
@@ -356,13 +354,10 @@ int softmr_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	nr.hdr->consumer = 0;
 	old = cq->ring;
 	cq->ring = nr;
+	cq->overflowed = false;
 	ibcq->cqe = nr.num - 1;
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (entry) {
-		rdma_user_mmap_entry_remove(cq->mmap_entry);
-		cq->mmap_entry = entry;
-	}
 	softmr_cq_ring_free(&old);
 	return 0;
 }

@@ -251,11 +251,7 @@ static int softmr_dmabuf_import(struct softmr_mr *mr, u64 offset, u64 length,
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
 	dynamic = dma_buf_is_dynamic(buf);
-	/* write access only through a dma-buf the caller may write */
-	mr->dmabuf_writable = buf->file->f_mode & FMODE_WRITE;
 	dma_buf_put(buf);
-	if (ib_access_writable(mr->access) && !mr->dmabuf_writable)
-		return -EACCES;
 
 	if (dynamic)
 		umem_dmabuf = ib_umem_dmabuf_get(ibdev, offset, length, fd,
@@ -273,11 +269,18 @@ static int softmr_dmabuf_import(struct softmr_mr *mr, u64 offset, u64 length,
 	mr->umem = &umem_dmabuf->umem;
 	mr->dmabuf_offset = offset;
 	mr->dmabuf_pinned = !dynamic;
+	softmr_count(mr->sdev, SOFTMR_CNT_DMABUF_MRS, 1);
+	/*
+	 * Write access only through a dma-buf the caller may write; checked
+	 * on the buffer imported (the fd may name another one by now).
+	 */
+	mr->dmabuf_writable = buf->file->f_mode & FMODE_WRITE;
+	if (ib_access_writable(mr->access) && !mr->dmabuf_writable)
+		return -EACCES;
 	dma_resv_lock(buf->resv, NULL);
 	umem_dmabuf->private = mr;
 	err = softmr_dmabuf_map(mr);
 	dma_resv_unlock(buf->resv);
-	softmr_count(mr->sdev, SOFTMR_CNT_DMABUF_MRS, 1);
 	return err;
 }
 

@@ -733,23 +733,27 @@ static bool softmr_qp_latch(struct softmr_qp *qp, u64 serial)
 /*
  * Is @peer, found by our destination GID and QP number, really the other
  * end of @req's connection?  What a responder on the wire checks (the
- * packet's source GID and QP, and its PSN), plus that neither end has
- * talked to another QP since it was connected: a QP on another device
- * with the same number, or one that got a destroyed partner's number
- * (QP numbers are recycled), is not the partner.
+ * packet's source GID and QP, and its PSN), plus what only a local
+ * transport can know: each end existed when the other was connected (a
+ * partner's serial is not newer than the other end's RTR), and neither end
+ * has talked to another QP since it was connected.  A QP on another device
+ * with the same number, or one that got a destroyed partner's number (QP
+ * numbers are recycled), is not the partner.
  */
 static bool softmr_peer_is_partner(struct softmr_req *req,
-				   struct softmr_qp *peer, u32 sq_psn)
+				   struct softmr_qp *peer, u32 sq_psn,
+				   u64 rtr_serial)
 {
 	struct softmr_qp *qp = req->qp;
 	unsigned long flags;
 	bool ok;
 
-	if (peer->ibqp.qp_type != qp->ibqp.qp_type)
+	if (peer->ibqp.qp_type != qp->ibqp.qp_type ||
+	    peer->serial > rtr_serial)
 		return false;
 	spin_lock_irqsave(&peer->state_lock, flags);
 	ok = peer->attr.dest_qp_num == qp->ibqp.qp_num &&
-	     peer->attr.rq_psn == sq_psn &&
+	     peer->attr.rq_psn == sq_psn && qp->serial <= peer->rtr_serial &&
 	     !memcmp(&peer->av.dgid, &req->av.sgid, sizeof(req->av.sgid));
 	spin_unlock_irqrestore(&peer->state_lock, flags);
 	return ok && softmr_qp_latch(peer, qp->serial) &&
@@ -764,18 +768,20 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	struct softmr_qp *peer;
 	unsigned long flags;
 	u32 qkey, dqpn, sq_psn;
+	u64 rtr_serial;
 
 	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
 		spin_lock_irqsave(&qp->state_lock, flags);
 		req->av = qp->av;
 		dqpn = qp->attr.dest_qp_num;
 		sq_psn = qp->attr.sq_psn;
+		rtr_serial = qp->rtr_serial;
 		spin_unlock_irqrestore(&qp->state_lock, flags);
 		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid, dqpn);
 		if (!peer)
 			return IB_WC_RETRY_EXC_ERR;
 		req->peer = peer;
-		if (!softmr_peer_is_partner(req, peer, sq_psn) ||
+		if (!softmr_peer_is_partner(req, peer, sq_psn, rtr_serial) ||
 		    !softmr_qp_receives(peer))
 			return IB_WC_RETRY_EXC_ERR;
 		return IB_WC_SUCCESS;

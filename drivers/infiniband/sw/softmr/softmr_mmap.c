@@ -6,9 +6,12 @@
  *
  * Two kinds of memory are mapped:
  *  - rings and the status page: vmalloc() memory, inserted page by page;
- *    every mapped page holds a reference, so the object may free its ring
- *    (destroy, resize) while a process still maps it: the process keeps
- *    pages nobody else uses.  These entries are not tied to their VMAs.
+ *    every mapped page holds a reference, so a mapping that outlives its
+ *    object keeps pages nobody else uses.  A ring belongs to its entry
+ *    (softmr_mmap_entry_insert_ring()): the object removes the entry and
+ *    the ring is freed with the entry's last reference, so an mmap() in
+ *    flight (it holds the entry) never inserts freed pages.  The status
+ *    page belongs to the device.  These entries are not tied to VMAs.
  *  - device memory: a PFN mapping through rdma_user_mmap_io(), as a
  *    device's BAR is mapped.  The VMA holds the entry (and the entry the
  *    DM allocation's memory) until it is unmapped, get_user_pages() cannot
@@ -27,6 +30,7 @@
  * @rdma_entry: ib_core's entry (offset, length, reference count)
  * @kaddr: start of the memory: vmalloc() memory, or @chunk's
  * @writable: whether user space may map it writable
+ * @owns_mem: @kaddr is a ring the entry frees (vfree()) when it goes
  * @chunk: DM memory (PFN mapped) the entry keeps alive until its last
  *	mapping goes, or NULL
  */
@@ -34,6 +38,7 @@ struct softmr_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	void *kaddr;
 	bool writable;
+	bool owns_mem;
 	struct softmr_dm_chunk *chunk;
 };
 
@@ -76,6 +81,43 @@ softmr_mmap_entry_insert(struct ib_ucontext *ibuc, void *kaddr, size_t size,
 		return ERR_PTR(err);
 	}
 	return &e->rdma_entry;
+}
+
+/**
+ * softmr_mmap_entry_insert_ring() - make a ring mappable, and its owner
+ * @ibuc: the user context
+ * @kaddr: vmalloc() memory, page aligned
+ * @size: its length
+ *
+ * On success the entry owns the memory: release it only through
+ * softmr_mmap_ring_free(), which frees it once no mmap() uses the entry.
+ *
+ * Return: the entry or an ERR_PTR (the memory is then the caller's).
+ */
+struct rdma_user_mmap_entry *
+softmr_mmap_entry_insert_ring(struct ib_ucontext *ibuc, void *kaddr,
+			      size_t size)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+
+	rdma_entry = softmr_mmap_entry_insert(ibuc, kaddr, size, true);
+	if (!IS_ERR(rdma_entry))
+		to_smmap(rdma_entry)->owns_mem = true;
+	return rdma_entry;
+}
+
+/**
+ * softmr_mmap_ring_free() - free a ring, through its entry if it has one
+ * @rdma_entry: the entry of softmr_mmap_entry_insert_ring(), or NULL
+ * @kaddr: the ring
+ */
+void softmr_mmap_ring_free(struct rdma_user_mmap_entry *rdma_entry,
+			   void *kaddr)
+{
+	if (rdma_entry)
+		rdma_user_mmap_entry_remove(rdma_entry);
+	else
+		vfree(kaddr);
 }
 
 /**
@@ -163,5 +205,7 @@ void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 
 	if (e->chunk)
 		softmr_dm_chunk_put(e->chunk);
+	if (e->owns_mem)
+		vfree(e->kaddr);
 	kfree(e);
 }

@@ -186,6 +186,7 @@ static void softmr_mr_release(struct softmr_mr *mr)
 	case SOFTMR_MR_DM:
 		break;
 	}
+	softmr_odp_uncharge(mr->sdev, mr->odp_charged);
 	xa_destroy(&mr->children);
 	atomic_dec(&mr->sdev->mr_count);
 	kfree_rcu(mr, rcu);
@@ -314,6 +315,7 @@ static int softmr_check_hugetlb(u64 start, u64 length)
 static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
 {
 	struct ib_umem_odp *odp;
+	u64 npages;
 	int err;
 
 	if (mr->access & IB_ACCESS_HUGETLB) {
@@ -322,6 +324,13 @@ static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
 			return err;
 	}
 
+	/* ib_core's per-page arrays are not charged anywhere: bounded here */
+	npages = (ALIGN(start + length, PAGE_SIZE) -
+		  ALIGN_DOWN(start, PAGE_SIZE)) >> PAGE_SHIFT;
+	err = softmr_odp_charge(mr->sdev, npages);
+	if (err)
+		return err;
+	mr->odp_charged = npages;
 	odp = ib_umem_odp_get(&mr->sdev->ibdev, start, length, mr->access,
 			      &softmr_odp_ops);
 	if (IS_ERR(odp))

@@ -24,6 +24,7 @@
 
 #include <linux/hmm.h>
 #include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -36,6 +37,11 @@
 #define SOFTMR_ODP_CHUNK	(256UL << PAGE_SHIFT)
 
 static struct workqueue_struct *softmr_odp_wq;
+
+static unsigned long odp_max_pages;
+module_param(odp_max_pages, ulong, 0644);
+MODULE_PARM_DESC(odp_max_pages,
+		 "pages of address space all ODP MRs of a device may cover (ib_core keeps 16 bytes a page for each; default 0: the machine's RAM pages)");
 
 static unsigned int implicit_max_children = 1024;
 module_param(implicit_max_children, uint, 0644);
@@ -78,6 +84,51 @@ void softmr_odp_wq_destroy(void)
 void softmr_odp_flush(void)
 {
 	flush_workqueue(softmr_odp_wq);
+}
+
+/**
+ * softmr_odp_charge() - reserve ODP tracking for @npages pages of a device
+ * @sdev: the device
+ * @npages: pages of address space an ODP umem will cover
+ *
+ * ib_core allocates per-page arrays (16 bytes a page) for an ODP umem that
+ * no memory cgroup is charged for, and an ODP registration needs no memory
+ * behind it: without a bound a user could make the kernel hold gigabytes
+ * by registering terabytes of address space.
+ *
+ * Return: 0, or -ENOMEM when the device's budget (odp_max_pages) is spent.
+ */
+int softmr_odp_charge(struct softmr_dev *sdev, u64 npages)
+{
+	u64 max = READ_ONCE(odp_max_pages) ?: totalram_pages();
+
+	if (atomic64_add_return(npages, &sdev->odp_pages) > max) {
+		atomic64_sub(npages, &sdev->odp_pages);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * softmr_odp_uncharge() - return what softmr_odp_charge() reserved
+ * @sdev: the device
+ * @npages: the pages
+ */
+void softmr_odp_uncharge(struct softmr_dev *sdev, u64 npages)
+{
+	atomic64_sub(npages, &sdev->odp_pages);
+}
+
+#define SOFTMR_CHILD_PAGES	(SOFTMR_IMPLICIT_CHILD_SIZE >> PAGE_SHIFT)
+
+/* Free a child whose umem nothing uses any more. */
+static void softmr_odp_child_free(struct softmr_mr *mr,
+				  struct softmr_odp_child *child)
+{
+	ib_umem_odp_release(child->odp);
+	softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
+	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
+	kfree(child);
 }
 
 /* Unmap what the invalidated range covers; umem_mutex is held. */
@@ -194,9 +245,7 @@ static void softmr_odp_child_release_work(struct work_struct *work)
 		/* an invalidation may have queued us again meanwhile */
 		cancel_work(&child->release_work);
 		/* waits for invalidations in flight, which may use @child */
-		ib_umem_odp_release(child->odp);
-		softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
-		kfree(child);
+		softmr_odp_child_free(mr, child);
 	}
 	mutex_unlock(&mr->imp_lock);
 }
@@ -222,14 +271,22 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 		err = -ENOMEM;
 		goto err_unlock;
 	}
+	err = softmr_odp_charge(mr->sdev, SOFTMR_CHILD_PAGES);
+	if (err)
+		goto err_unlock;
 	child = kzalloc(sizeof(*child), GFP_KERNEL_ACCOUNT);
 	if (!child) {
 		err = -ENOMEM;
-		goto err_unlock;
+		goto err_uncharge;
 	}
 	child->parent = mr;
 	child->index = index;
 	INIT_WORK(&child->release_work, softmr_odp_child_release_work);
+	/*
+	 * Until it is in mr->children, an invalidation of the (already live)
+	 * notifier queues no release: an error below frees it at once.
+	 */
+	child->releasing = true;
 	odp = ib_umem_odp_alloc_child(mr->odp,
 				      index << SOFTMR_IMPLICIT_CHILD_SHIFT,
 				      SOFTMR_IMPLICIT_CHILD_SIZE,
@@ -243,6 +300,9 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 	err = xa_err(xa_store(&mr->children, index, child, GFP_KERNEL));
 	if (err)
 		goto err_release;
+	spin_lock(&mr->imp_spin);
+	child->releasing = false;
+	spin_unlock(&mr->imp_spin);
 	mr->imp_children++;
 	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILDREN, 1);
 found:
@@ -254,6 +314,8 @@ err_release:
 	ib_umem_odp_release(odp);
 err_free:
 	kfree(child);
+err_uncharge:
+	softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
 err_unlock:
 	mutex_unlock(&mr->imp_lock);
 	return ERR_PTR(err);
@@ -317,9 +379,7 @@ void softmr_odp_release_implicit(struct softmr_mr *mr)
 	xa_for_each(&mr->children, index, child) {
 		cancel_work_sync(&child->release_work);
 		xa_erase(&mr->children, index);
-		ib_umem_odp_release(child->odp);
-		softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
-		kfree(child);
+		softmr_odp_child_free(mr, child);
 	}
 	if (mr->odp)
 		ib_umem_odp_release(mr->odp);

@@ -21,6 +21,9 @@
 				 IB_ACCESS_REMOTE_READ | \
 				 IB_ACCESS_REMOTE_ATOMIC)
 
+/* QP serial numbers, never reused (unlike QP numbers) */
+static atomic64_t softmr_qp_serial = ATOMIC64_INIT(0);
+
 void softmr_qp_init_dev(struct softmr_dev *sdev)
 {
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
@@ -102,9 +105,6 @@ void softmr_qp_set_error(struct softmr_qp *qp)
 		softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 	softmr_qp_kick(qp);
 }
-
-/* QP serial numbers, never reused (unlike QP numbers) */
-static atomic64_t softmr_qp_serial = ATOMIC64_INIT(0);
 
 /* Lock classes of send queues, apart from receive queues (nested in them). */
 static struct lock_class_key softmr_sq_lock_key;
@@ -354,8 +354,10 @@ static void softmr_qp_apply_attr(struct softmr_qp *qp,
 		a->max_rd_atomic = attr->max_rd_atomic;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	if (mask & IB_QP_DEST_QPN)
+	if (mask & IB_QP_DEST_QPN) {
 		a->dest_qp_num = attr->dest_qp_num;
+		qp->rtr_serial = atomic64_read(&softmr_qp_serial);
+	}
 	if (mask & IB_QP_PATH_MIG_STATE)
 		a->path_mig_state = attr->path_mig_state;
 	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)

@@ -77,6 +77,37 @@ static void softmr_wq_swap_ring(struct softmr_wq *a, struct softmr_wq *b)
 	swap(a->mmap_entry, b->mmap_entry);
 }
 
+/* Copy the WQEs waiting in @rq up to @prod into @nwq, at their indices. */
+static int softmr_srq_copy(struct softmr_wq *rq, struct softmr_wq *nwq,
+			   u32 prod)
+{
+	u32 i;
+
+	if (prod - rq->cons > nwq->num || nwq->stride < rq->stride)
+		return -EINVAL;	/* fewer slots than WQEs waiting */
+	for (i = rq->cons; i != prod; i++)
+		memcpy(softmr_wq_slot(nwq, i), softmr_wq_slot(rq, i),
+		       rq->stride);
+	nwq->cons = rq->cons;
+	nwq->prod = prod;
+	nwq->hdr->producer = prod;
+	nwq->hdr->consumer = rq->cons;
+	nwq->max_sge = rq->max_sge;
+	return 0;
+}
+
+/* Swap the new ring in; rq->lock and rq->post_lock held. */
+static void softmr_srq_swap(struct softmr_wq *rq, struct softmr_wq *nwq)
+{
+	unsigned long flags;
+
+	/* softmr_rnr_wake() writes rnr_waiting in the header it sees */
+	softmr_rnr_lock_irqsave(&flags);
+	nwq->hdr->rnr_waiting = rq->hdr->rnr_waiting;
+	softmr_wq_swap_ring(rq, nwq);
+	softmr_rnr_unlock_irqrestore(flags);
+}
+
 /*
  * Resize: a new ring with the pending WQEs at their indices, swapped in
  * under the consumer lock and the producer lock.  A user SRQ learns the new
@@ -91,8 +122,8 @@ static int softmr_srq_resize(struct softmr_srq *srq, u32 max_wr,
 	struct softmr_wq_info info = {};
 	struct softmr_wq *rq = &srq->rq;
 	struct softmr_wq nwq = {};
-	unsigned long flags, rflags;
-	u32 prod, i;
+	unsigned long flags;
+	u32 prod;
 	int err;
 
 	if (!max_wr || max_wr > sdev->attr.max_srq_wr)
@@ -110,26 +141,26 @@ static int softmr_srq_resize(struct softmr_srq *srq, u32 max_wr,
 		return err;
 
 	mutex_lock(&rq->lock);
-	spin_lock_irqsave(&rq->post_lock, flags);
-	prod = rq->is_user ? READ_ONCE(rq->hdr->producer) : rq->prod;
-	if (prod - rq->cons > nwq.num || nwq.stride < rq->stride) {
-		err = -EINVAL;	/* fewer slots than WQEs waiting */
+	if (rq->is_user) {
+		/*
+		 * No kernel producer: copy with interrupts on (up to 16 MiB);
+		 * what user space posts meanwhile, bypassing the provider's
+		 * lock, is its own loss.
+		 */
+		prod = READ_ONCE(rq->hdr->producer);
+		err = softmr_srq_copy(rq, &nwq, prod);
+		if (!err) {
+			spin_lock_irqsave(&rq->post_lock, flags);
+			softmr_srq_swap(rq, &nwq);
+			spin_unlock_irqrestore(&rq->post_lock, flags);
+		}
 	} else {
-		for (i = rq->cons; i != prod; i++)
-			memcpy(softmr_wq_slot(&nwq, i), softmr_wq_slot(rq, i),
-			       rq->stride);
-		nwq.cons = rq->cons;
-		nwq.prod = prod;
-		nwq.hdr->producer = prod;
-		nwq.hdr->consumer = rq->cons;
-		nwq.max_sge = rq->max_sge;
-		/* softmr_rnr_wake() writes rnr_waiting in the header it sees */
-		softmr_rnr_lock_irqsave(&rflags);
-		nwq.hdr->rnr_waiting = rq->hdr->rnr_waiting;
-		softmr_wq_swap_ring(rq, &nwq);
-		softmr_rnr_unlock_irqrestore(rflags);
+		spin_lock_irqsave(&rq->post_lock, flags);
+		err = softmr_srq_copy(rq, &nwq, rq->prod);
+		if (!err)
+			softmr_srq_swap(rq, &nwq);
+		spin_unlock_irqrestore(&rq->post_lock, flags);
 	}
-	spin_unlock_irqrestore(&rq->post_lock, flags);
 	mutex_unlock(&rq->lock);
 	softmr_wq_cleanup(&nwq);	/* the old ring, or the unused new one */
 	if (err || !udata)

@@ -62,8 +62,8 @@ int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
 
 	wq->is_user = true;
 	suc = rdma_udata_to_drv_context(udata, struct softmr_ucontext, ibuc);
-	wq->mmap_entry = softmr_mmap_entry_insert(&suc->ibuc, wq->hdr,
-						  wq->bytes, true);
+	wq->mmap_entry = softmr_mmap_entry_insert_ring(&suc->ibuc, wq->hdr,
+						       wq->bytes);
 	if (IS_ERR(wq->mmap_entry)) {
 		wq->mmap_entry = NULL;
 		goto err;
@@ -85,14 +85,13 @@ err:
  */
 void softmr_wq_cleanup(struct softmr_wq *wq)
 {
-	if (wq->mmap_entry)
-		rdma_user_mmap_entry_remove(wq->mmap_entry);
-	wq->mmap_entry = NULL;
 	kfree(wq->wqe);
 	wq->wqe = NULL;
 	kfree(wq->sgl);
 	wq->sgl = NULL;
-	vfree(wq->hdr);
+	/* the ring goes with its entry, once no mmap() in flight uses it */
+	softmr_mmap_ring_free(wq->mmap_entry, wq->hdr);
+	wq->mmap_entry = NULL;
 	wq->hdr = NULL;
 	mutex_destroy(&wq->lock);
 }
