@@ -7,7 +7,10 @@
 #                  softmr0 and the ib_write_bw baseline
 #   make check     everything: build, lint, KUnit under UML, the VM suite
 #
-# Other targets: deps module provider tests kunit vmtest lint bench clean.
+# Other targets: deps module provider tests kunit vmtest lint bench fuzz clean.
+#   make fuzz      a long softmr_fuzz campaign in the VM: 1,000,000 cases or
+#                  30 minutes, a random seed, device removals
+#                  (FUZZ_SEED, FUZZ_CASES, FUZZ_SECONDS: scripts/fuzz)
 # Slow, reusable things live in $(SOFTMR_CACHE) (default ~/.cache/softmr).
 
 SHELL := /bin/bash
@@ -45,8 +48,11 @@ bench: module provider tests
 check: all
 	scripts/check
 
+fuzz: module provider tests
+	scripts/fuzz
+
 clean:
 	-scripts/build-module clean
 	rm -rf userspace/tests/build .out
 
-.PHONY: all deps module provider tests kunit vmtest lint demo bench check clean
+.PHONY: all deps module provider tests kunit vmtest lint demo bench check fuzz clean
