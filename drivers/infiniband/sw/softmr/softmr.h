@@ -650,8 +650,10 @@ void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
 void softmr_rnr_wake(struct softmr_wq *wq);
 void softmr_rnr_forget(struct softmr_qp *qp);
-void softmr_rnr_lock_irqsave(unsigned long *flags);
-void softmr_rnr_unlock_irqrestore(unsigned long flags);
+void softmr_rnr_lock_irqsave(unsigned long *flags)
+	__acquires(softmr_rnr_lock);
+void softmr_rnr_unlock_irqrestore(unsigned long flags)
+	__releases(softmr_rnr_lock);
 int softmr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		     const struct ib_send_wr **bad_wr);
 int softmr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

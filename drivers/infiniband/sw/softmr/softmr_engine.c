@@ -372,6 +372,7 @@ static void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq,
  * For swapping a receive ring's header that softmr_rnr_wake() may write.
  */
 void softmr_rnr_lock_irqsave(unsigned long *flags)
+	__acquires(softmr_rnr_lock)
 {
 	spin_lock_irqsave(&softmr_rnr_lock, *flags);
 }
@@ -381,6 +382,7 @@ void softmr_rnr_lock_irqsave(unsigned long *flags)
  * @flags: the saved interrupt state
  */
 void softmr_rnr_unlock_irqrestore(unsigned long flags)
+	__releases(softmr_rnr_lock)
 {
 	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
 }
