@@ -37,7 +37,8 @@ static int softmr_cq_ring_alloc(struct softmr_cq_ring *r, int cqe,
 	r->num = roundup_pow_of_two(cqe + 1);
 	r->bytes = softmr_cq_ring_bytes(r->num);
 	/* charged to the caller's memory cgroup, like the MR arrays */
-	r->hdr = __vmalloc(r->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	r->hdr = __vmalloc(r->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+			   __GFP_NOWARN);
 	if (!r->hdr)
 		return -ENOMEM;
 	if (kernel) {

@@ -9,11 +9,10 @@
  * of an allocation as a zero-based MR that every data mover reaches through
  * the MR access API.
  *
- * The memory is mapped the way a device's BAR is (rdma_user_mmap_io(): a
- * PFN mapping that holds its mmap entry): pages that cannot be pinned by
- * get_user_pages(), an entry that lives until the last VMA is gone, and
- * mappings that ib_core zaps on disassociation.  An allocation's range
- * returns to the pool only when the entry, and so every mapping, is gone.
+ * The memory is mapped the way a device's BAR is, as a PFN mapping that
+ * get_user_pages() cannot pin, and every VMA holds the allocation's memory
+ * (softmr_mmap.c): the range returns to the pool only when the DM is freed
+ * and every mapping of it is gone.
  */
 
 #include <linux/log2.h>

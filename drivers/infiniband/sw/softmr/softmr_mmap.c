@@ -12,14 +12,21 @@
  *    the ring is freed with the entry's last reference, so an mmap() in
  *    flight (it holds the entry) never inserts freed pages.  The status
  *    page belongs to the device.  These entries are not tied to VMAs.
- *  - device memory: a PFN mapping through rdma_user_mmap_io(), as a
- *    device's BAR is mapped.  The VMA holds the entry (and the entry the
- *    DM allocation's memory) until it is unmapped, get_user_pages() cannot
- *    pin it (so no MR outlives the mapping), and ib_core zaps it when the
- *    context is disassociated (device removal).
+ *  - device memory: a PFN mapping (remap_pfn_range()), as a device's BAR
+ *    is mapped, so get_user_pages() cannot pin it and no MR outlives the
+ *    mapping.  Every VMA holds a reference on the DM allocation's memory
+ *    (its own vm_ops: open on fork, split and mremap takes one, close
+ *    drops it; neither can fail), so the range returns to the pool only
+ *    when the last VMA is gone.  After a disassociation the mapping stays,
+ *    with memory that no one else can get (the device and its pool are
+ *    gone).  The VMAs hold the module too: their vm_ops are its code.
+ *    (ib_core's rdma_user_mmap_io() is not used: its VMA tracking can fail
+ *    on fork and leave an untracked mapping, and on 6.12 it orders the
+ *    uverbs disassociation lock against mmap_lock both ways.)
  */
 
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -142,6 +149,44 @@ softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
 	return rdma_entry;
 }
 
+static void softmr_dm_vma_open(struct vm_area_struct *vma)
+{
+	struct softmr_dm_chunk *chunk = vma->vm_private_data;
+
+	__module_get(THIS_MODULE);
+	kref_get(&chunk->ref);
+}
+
+static void softmr_dm_vma_close(struct vm_area_struct *vma)
+{
+	softmr_dm_chunk_put(vma->vm_private_data);
+	module_put(THIS_MODULE);
+}
+
+static const struct vm_operations_struct softmr_dm_vm_ops = {
+	.open = softmr_dm_vma_open,
+	.close = softmr_dm_vma_close,
+};
+
+/* Map DM as a PFN mapping whose VMA holds the allocation's memory. */
+static int softmr_mmap_dm(struct vm_area_struct *vma,
+			  struct softmr_dm_chunk *chunk, void *kaddr)
+{
+	int err;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	err = remap_pfn_range(vma, vma->vm_start,
+			      PHYS_PFN(virt_to_phys(kaddr)),
+			      vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	if (err)
+		return err;
+	vma->vm_private_data = chunk;
+	vma->vm_ops = &softmr_dm_vm_ops;
+	softmr_dm_vma_open(vma);
+	return 0;
+}
+
 /* Insert every page of vmalloc() memory: each mapped page is referenced. */
 static int softmr_mmap_vmalloc(struct vm_area_struct *vma, void *kaddr)
 {
@@ -185,9 +230,7 @@ int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	if (e->chunk)
-		err = rdma_user_mmap_io(ibuc, vma, PHYS_PFN(virt_to_phys(e->kaddr)),
-					vma->vm_end - vma->vm_start,
-					vma->vm_page_prot, rdma_entry);
+		err = softmr_mmap_dm(vma, e->chunk, e->kaddr);
 	else
 		err = softmr_mmap_vmalloc(vma, e->kaddr);
 out:

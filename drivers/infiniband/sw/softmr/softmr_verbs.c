@@ -136,9 +136,10 @@ static void softmr_dealloc_ucontext(struct ib_ucontext *ibuc)
 
 /*
  * Nothing of softmr's is reachable from user space but through ib_core's
- * mmap entries, which ib_core zaps on disassociation; defining the op lets
- * a device be removed (and the module unloaded) while processes still have
- * it open.
+ * mmap entries, whose mappings keep only memory no one else gets (referenced
+ * ring pages, DM held by its VMAs); defining the op lets a device be
+ * removed (and the module unloaded once no DM mapping holds it) while
+ * processes still have it open.
  */
 static void softmr_disassociate_ucontext(struct ib_ucontext *ibuc)
 {

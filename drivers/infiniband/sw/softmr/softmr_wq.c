@@ -50,7 +50,8 @@ int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
 	mutex_init(&wq->lock);
 
 	/* charged to the caller's memory cgroup */
-	wq->hdr = __vmalloc(wq->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	wq->hdr = __vmalloc(wq->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+			    __GFP_NOWARN);
 	if (!wq->hdr)
 		return -ENOMEM;
 	wq->wqe = kmalloc(wq->stride, GFP_KERNEL_ACCOUNT);
