@@ -12,6 +12,10 @@
 #                  30 minutes, a random seed, device removals
 #                  (FUZZ_SEED, FUZZ_CASES, FUZZ_SECONDS: scripts/fuzz)
 # Slow, reusable things live in $(SOFTMR_CACHE) (default ~/.cache/softmr).
+# SOFTMR_KERNEL=debug (in the environment or on the command line) selects
+# the debug test kernel (KASAN, lockdep, kmemleak; built on first use, see
+# scripts/lib.sh) for module, tests, vmtest, demo, bench and fuzz, e.g.
+# `make vmtest SOFTMR_KERNEL=debug`; make check runs the VM suite on both.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all

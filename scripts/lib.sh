@@ -39,3 +39,51 @@ softmr_copy_kernel_tree() {
 		--exclude '.*.cmd' --exclude '*.mod*' \
 		"$SOFTMR_TOP/Kbuild" "$SOFTMR_TOP/drivers" "$SOFTMR_TOP/uapi" "$1/"
 }
+
+# The test kernel, chosen in one place by SOFTMR_KERNEL:
+#   6.12   Debian's bookworm-backports kernel (the default; scripts/deps)
+#   debug  our x86_64 6.12 build with KASAN, lockdep, kmemleak and fault
+#          injection (scripts/build-debug-kernel, built on first use)
+# Sets KVER (release), KROOT (its modules are $KROOT/lib/modules/$KVER),
+# VMLINUZ, KDIR (the build tree for external modules), SOFTMR_KERNEL_ID
+# (names the kernel's cache entries), SOFTMR_MOD_DIR (where softmr.ko is
+# built: the clone for the default kernel, a side copy under the cache for
+# the others), SOFTMR_KO and SOFTMR_ABI_KO (the abi-mismatch module of
+# scripts/build-tests), SOFTMR_KERNEL_DEBUG (1: check the guest's kernel log
+# for KASAN, lockdep and kmemleak reports) and the VM defaults
+# SOFTMR_VM_TIMEOUT_DEFAULT (seconds) and SOFTMR_VM_MEM_DEFAULT (MiB).
+softmr_kernel() {
+	SOFTMR_KERNEL=${SOFTMR_KERNEL:-6.12}
+	[ -f "$SOFTMR_CACHE/env" ] || "$SOFTMR_TOP/scripts/deps"
+	softmr_env
+	SOFTMR_KERNEL_DEBUG=0
+	SOFTMR_VM_TIMEOUT_DEFAULT=1200
+	SOFTMR_VM_MEM_DEFAULT=2048
+	case $SOFTMR_KERNEL in
+	6.12)
+		KDIR=${KDIR:-$KDIR_DEFAULT}
+		SOFTMR_KERNEL_ID=$KVER
+		SOFTMR_MOD_DIR=$SOFTMR_TOP
+		SOFTMR_ABI_DIR=$SOFTMR_CACHE/build/abi-mismatch
+		;;
+	debug)
+		local vars
+		vars=$("$SOFTMR_TOP/scripts/build-debug-kernel") ||
+			die "cannot build the debug kernel"
+		eval "$vars"
+		SOFTMR_KERNEL_ID=$(basename "$(dirname "$KROOT")")
+		SOFTMR_MOD_DIR=$SOFTMR_CACHE/build/debug
+		SOFTMR_ABI_DIR=$SOFTMR_CACHE/build/debug-abi-mismatch
+		SOFTMR_KERNEL_DEBUG=1
+		# KASAN, lockdep and kmemleak under TCG: several times slower;
+		# KASAN's shadow takes an eighth of the memory.
+		SOFTMR_VM_TIMEOUT_DEFAULT=3600
+		SOFTMR_VM_MEM_DEFAULT=3072
+		;;
+	*)
+		die "SOFTMR_KERNEL=$SOFTMR_KERNEL: unknown test kernel (6.12 or debug)"
+		;;
+	esac
+	SOFTMR_KO=$SOFTMR_MOD_DIR/drivers/infiniband/sw/softmr/softmr.ko
+	SOFTMR_ABI_KO=$SOFTMR_ABI_DIR/drivers/infiniband/sw/softmr/softmr.ko
+}
