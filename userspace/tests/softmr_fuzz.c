@@ -142,7 +142,7 @@ static bool fz_dev_present(void)
 	char path[256];
 
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", fz.dev_name);
-	return !access(path, F_OK);
+	return !access(path, F_OK) || errno != ENOENT;
 }
 
 static bool fz_round_begin(uint64_t round)
@@ -328,6 +328,9 @@ static void fz_parse(int argc, char **argv)
 	}
 	if (optind != argc - 1 || !fz.kinds)
 		fz_usage();
+	/* a report during a removal must not hide whether the fuzzer stops */
+	if (fz.until_gone)
+		fz.keep_going = true;
 	fz.dev_name = argv[optind];
 	if (!seeded && getrandom(&fz.seed, sizeof(fz.seed), 0) !=
 	    sizeof(fz.seed))

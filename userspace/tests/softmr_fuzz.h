@@ -517,6 +517,11 @@ static int fz_kmsg_check(void)
 			tail = 60;
 		}
 		if (tail) {
+			char *x;
+
+			/* /dev/kmsg escapes a record's inner newlines */
+			while ((x = strstr(msg, "\\x0a")))
+				memcpy(x, "  \n ", 4);
 			printf("  kernel: %s\n", msg);
 			tail--;
 		}
@@ -591,10 +596,19 @@ static void fz_fail_me(bool on)
 
 	if (fz.fail_fd < 0)
 		return;
-	/* the write itself may meet an injected usercopy fault: retry */
+	/*
+	 * The write itself may meet an injected usercopy fault: retry (the
+	 * fault kind arms fail_usercopy with a finite "times").
+	 */
 	for (i = 0; i < 10000; i++)
 		if (pwrite(fz.fail_fd, on ? "1" : "0", 1, 0) == 1)
 			return;
+	if (!on) {
+		static const char msg[] = "FUZZER BUG: make-it-fail stays set\n";
+
+		(void)!write(1, msg, sizeof(msg) - 1);
+		_exit(3);
+	}
 }
 
 /* ---- devices, GIDs ---------------------------------------------------------- */
@@ -611,9 +625,10 @@ static struct ibv_context *fz_open(void)
 	if (!ctx && access("/sys/class/infiniband", F_OK) == 0) {
 		char path[256];
 
+		/* only ENOENT: an injected fault may fail access() too */
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s",
 			 fz.dev_name);
-		if (access(path, F_OK))
+		if (access(path, F_OK) && errno == ENOENT)
 			fz.gone = true;
 	}
 	return ctx;

@@ -31,8 +31,23 @@ static bool fz_fault_init(void)
 		printf("fuzz: no /proc/thread-self/make-it-fail: fault kind skipped\n");
 		return false;
 	}
+	/*
+	 * With make-it-fail set, paging in the fuzzer's own code (from the
+	 * VM's 9p root) can fail and SIGBUS it: keep what is mapped now
+	 * (the program, the libraries, the provider) resident.
+	 */
+	if (mlockall(MCL_CURRENT))
+		printf("fuzz: mlockall: %s (an injected fault may hit the fuzzer's own page-ins)\n",
+		       strerror(errno));
 	return true;
 }
+
+/*
+ * fail_usercopy is armed per case with a finite "times": the write that
+ * clears make-it-fail copies from user space too, and must get through
+ * after at most that many injected failures.
+ */
+static bool fz_usercopy;
 
 static void fz_fault_begin(void)
 {
@@ -42,7 +57,8 @@ static void fz_fault_begin(void)
 
 	fz_fault_attr("failslab", rnd(5) ? prob : 0, interval, times);
 	fz_fault_attr("fail_page_alloc", rnd(2) ? prob : 0, interval, times);
-	fz_fault_attr("fail_usercopy", rnd(3) ? 0 : prob, interval, times);
+	fz_usercopy = one_in(3);
+	fz_fault_attr("fail_usercopy", fz_usercopy ? prob : 0, interval, 0);
 }
 
 static void fz_fault_end(void)
@@ -71,6 +87,12 @@ static void fz_fault_case(void)
 	struct fz_qp q = { .type = IBV_QPT_RC, .psn = 7 };
 	struct ibv_context *ctx;
 
+	if (fz_usercopy) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", 1 + rnd(8));
+		fz_write_file(FZ_DEBUGFS "/fail_usercopy/times", v);
+	}
 	fz_fail_me(true);
 	switch (op) {
 	case 0:
@@ -143,8 +165,10 @@ static void fz_fault_case(void)
 		o[0] = FZ_PTR(ibv_create_ah(W.pd, &aa));
 		t[0] = V_AH;
 		break;
-	case 10:
-		ctx = fz_open();
+	case 10:	/* not fz_open(): its "device gone?" look is no fault's */
+		errno = 0;
+		ctx = ibv_open_device(fz.dev);
+		fz_note("open_device_faulty", ctx ? 0 : errno);
 		if (ctx) {
 			fz_fail_me(false);
 			ibv_close_device(ctx);

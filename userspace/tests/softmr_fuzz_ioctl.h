@@ -19,7 +19,7 @@
 
 #include "softmr_fuzz_ring.h"
 
-enum { A_IN, A_OUT, A_IDR, A_NEW, A_FD, A_CONST };
+enum { A_IN, A_OUT, A_IDR, A_NEW, A_FD, A_CONST, A_SGES };
 
 struct fz_attr_tmpl {
 	uint16_t id;
@@ -72,7 +72,7 @@ static const struct fz_method_tmpl fz_methods[] = {
 	    { UVERBS_ATTR_REG_DMABUF_MR_OFFSET, A_IN, 8, 0, 0 },
 	    { UVERBS_ATTR_REG_DMABUF_MR_LENGTH, A_IN, 8, 0, 65536 },
 	    { UVERBS_ATTR_REG_DMABUF_MR_IOVA, A_IN, 8, 0, 0 },
-	    { UVERBS_ATTR_REG_DMABUF_MR_FD, A_FD, 0, 0, 0 },
+	    { UVERBS_ATTR_REG_DMABUF_MR_FD, A_FD, 4, 0, 0 },
 	    { UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS, A_IN, 4, 0, FZ_RW },
 	    { UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, A_OUT, 4, 0, 0 },
 	    { UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, A_OUT, 4, 0, 0 } } },
@@ -84,19 +84,19 @@ static const struct fz_method_tmpl fz_methods[] = {
 	    { UVERBS_ATTR_QUERY_MR_RESP_IOVA, A_OUT, 8, 0, 0 } } },
 	{ "advise_mr", UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR,
 	  { { UVERBS_ATTR_ADVISE_MR_PD_HANDLE, A_IDR, 0, UVERBS_OBJECT_PD, 0 },
-	    { UVERBS_ATTR_ADVISE_MR_ADVICE, A_CONST, 4, 0, 1 },
+	    { UVERBS_ATTR_ADVISE_MR_ADVICE, A_CONST, 8, 0, 1 },
 	    { UVERBS_ATTR_ADVISE_MR_FLAGS, A_IN, 4, 0, 1 },
-	    { UVERBS_ATTR_ADVISE_MR_SGE_LIST, A_IN, 16, 0, 0 } } },
+	    { UVERBS_ATTR_ADVISE_MR_SGE_LIST, A_SGES, 16, 0, 0 } } },
 	{ "query_context", UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT,
 	  { { UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, A_OUT, 4, 0, 0 },
 	    { UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, A_OUT, 8, 0, 0 } } },
 	{ "query_port", UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
-	  { { UVERBS_ATTR_QUERY_PORT_PORT_NUM, A_CONST, 1, 0, 1 },
+	  { { UVERBS_ATTR_QUERY_PORT_PORT_NUM, A_CONST, 8, 0, 1 },
 	    { UVERBS_ATTR_QUERY_PORT_RESP, A_OUT, 64, 0, 0 } } },
 	{ "query_gid_entry", UVERBS_OBJECT_DEVICE,
 	  UVERBS_METHOD_QUERY_GID_ENTRY,
-	  { { UVERBS_ATTR_QUERY_GID_ENTRY_PORT, A_CONST, 4, 0, 1 },
-	    { UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, A_CONST, 4, 0, 3 },
+	  { { UVERBS_ATTR_QUERY_GID_ENTRY_PORT, A_CONST, 8, 0, 1 },
+	    { UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, A_CONST, 8, 0, 3 },
 	    { UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, A_IN, 4, 0, 0 },
 	    { UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, A_OUT, 32, 0, 0 } } },
 	{ "query_gid_table", UVERBS_OBJECT_DEVICE,
@@ -106,7 +106,7 @@ static const struct fz_method_tmpl fz_methods[] = {
 	    { UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, A_OUT, 32 * 16, 0, 0 },
 	    { UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, A_OUT, 8, 0, 0 } } },
 	{ "info_handles", UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INFO_HANDLES,
-	  { { UVERBS_ATTR_INFO_OBJECT_ID, A_CONST, 2, 0, UVERBS_OBJECT_PD },
+	  { { UVERBS_ATTR_INFO_OBJECT_ID, A_CONST, 8, 0, UVERBS_OBJECT_PD },
 	    { UVERBS_ATTR_INFO_TOTAL_HANDLES, A_OUT, 4, 0, 0 },
 	    { UVERBS_ATTR_INFO_HANDLES_LIST, A_OUT, 64, 0, 0 } } },
 };
@@ -184,13 +184,11 @@ static void fz_fill_attr(struct ib_uverbs_attr *a, const struct fz_attr_tmpl *t)
 	a->flags = rnd(2) ? UVERBS_ATTR_F_MANDATORY : 0;
 	switch (t->kind) {
 	case A_IN:
-		if (t->id == UVERBS_ATTR_ADVISE_MR_SGE_LIST) {
-			a->len = fz_advise_sges(fz_sgbuf, 8);
-			a->data = (uintptr_t)fz_sgbuf;
-		} else {
-			a->data = rnd(4) ? t->val :
-				  (rnd(2) ? fz_u64() : rnd(16));
-		}
+		a->data = rnd(4) ? t->val : (rnd(2) ? fz_u64() : rnd(16));
+		break;
+	case A_SGES:
+		a->len = fz_advise_sges(fz_sgbuf, 8);
+		a->data = (uintptr_t)fz_sgbuf;
 		break;
 	case A_CONST:
 		a->data = rnd(4) ? t->val : (rnd(2) ? rnd(4) : fz_u64());
@@ -206,8 +204,7 @@ static void fz_fill_attr(struct ib_uverbs_attr *a, const struct fz_attr_tmpl *t)
 		a->len = 0;
 		a->data = 0;
 		break;
-	case A_FD:
-		a->len = 0;
+	case A_FD:	/* a PTR_IN u32 holding an fd (REG_DMABUF_MR_FD) */
 		a->data_s64 = rnd(4) && fz_dmabuf_fd >= 0 ? fz_dmabuf_fd :
 			      (int64_t)rnd(32) - 2;
 		break;
@@ -284,7 +281,7 @@ static void fz_ioctl_case(void)
 		n = 0;
 	while (n < FZ_N(b.attrs) && one_in(6)) {	/* extra attributes */
 		struct fz_attr_tmpl t = { .id = rnd(2) ? NS(rnd(4)) : rnd(12),
-					  .kind = rnd(6), .len = rnd(2) ? 8 : 40,
+					  .kind = rnd(7), .len = rnd(2) ? 8 : 40,
 					  .obj = rnd(16), .val = fz_u64() };
 
 		fz_fill_attr(&b.attrs[n++], &t);
