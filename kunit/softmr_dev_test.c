@@ -393,6 +393,42 @@ static void softmr_test_pd(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&sdev->mr_count), mr_base);
 }
 
+/*
+ * The device's tables must be empty when it is freed.  An xarray whose
+ * node allocation failed half-way (fault injection in the VM fuzzer) keeps
+ * empty nodes: not empty to xa_empty(), yet no index is used.
+ * Reservations do count.
+ */
+static void softmr_test_table_in_use(struct kunit *test)
+{
+	DEFINE_XARRAY_ALLOC1(xa);
+	XA_STATE(xas, &xa, 0xabcdef);	/* deep: several nodes */
+	u32 a, b;
+
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 0);
+	do {
+		xas_lock(&xas);
+		xas_create_range(&xas);
+		xas_unlock(&xas);
+	} while (xas_nomem(&xas, GFP_KERNEL));
+	KUNIT_ASSERT_EQ(test, xas_error(&xas), 0);
+	KUNIT_EXPECT_FALSE(test, xa_empty(&xa));
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 0);
+
+	KUNIT_ASSERT_EQ(test, xa_alloc(&xa, &a, NULL, xa_limit_32b,
+				       GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 1);
+	KUNIT_ASSERT_EQ(test, xa_alloc(&xa, &b, test, xa_limit_32b,
+				       GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 2);
+	xa_erase(&xa, a);
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 1);
+	xa_erase(&xa, b);
+	KUNIT_EXPECT_EQ(test, softmr_xa_in_use(&xa), 0);
+	xa_destroy(&xa);
+	KUNIT_EXPECT_TRUE(test, xa_empty(&xa));
+}
+
 static struct kunit_case softmr_dev_cases[] = {
 	KUNIT_CASE(softmr_test_add_del),
 	KUNIT_CASE(softmr_test_duplicates),
@@ -402,6 +438,7 @@ static struct kunit_case softmr_dev_cases[] = {
 	KUNIT_CASE(softmr_test_port_follows_netdev),
 	KUNIT_CASE(softmr_test_netdev_unregister),
 	KUNIT_CASE(softmr_test_pd),
+	KUNIT_CASE(softmr_test_table_in_use),
 	{}
 };
 

@@ -30,6 +30,20 @@ softmr_env() {
 	. "$SOFTMR_CACHE/env"
 }
 
+# softmr_lock NAME: hold $SOFTMR_CACHE/NAME.lock (on fd 7) until the script
+# ends.  Guards what every clone on this machine shares in the cache (the
+# kernel source tree kunit.py builds in, the rdma-core build): two clones
+# (a CI run and a developer's) take turns instead of mixing their sources.
+softmr_lock() {
+	mkdir -p "$SOFTMR_CACHE"
+	exec 7>"$SOFTMR_CACHE/$1.lock"
+	flock 7
+}
+
+# Side builds of this clone (other kernels, lint, abi-mismatch): in the
+# clone, so that clones do not share them.
+SOFTMR_SIDE=$SOFTMR_TOP/.out/build
+
 # Copy the kernel sources (Kbuild, driver, uapi) to DEST for a side build
 # that must not touch the clone's own objects (kbuild's clean of M= would
 # remove every .ko below the clone).
@@ -47,7 +61,7 @@ softmr_copy_kernel_tree() {
 # Sets KVER (release), KROOT (its modules are $KROOT/lib/modules/$KVER),
 # VMLINUZ, KDIR (the build tree for external modules), SOFTMR_KERNEL_ID
 # (names the kernel's cache entries), SOFTMR_MOD_DIR (where softmr.ko is
-# built: the clone for the default kernel, a side copy under the cache for
+# built: the clone for the default kernel, a side copy in .out/build for
 # the others), SOFTMR_KO and SOFTMR_ABI_KO (the abi-mismatch module of
 # scripts/build-tests), SOFTMR_KERNEL_DEBUG (1: check the guest's kernel log
 # for KASAN, lockdep and kmemleak reports) and the VM defaults
@@ -64,7 +78,7 @@ softmr_kernel() {
 		KDIR=${KDIR:-$KDIR_DEFAULT}
 		SOFTMR_KERNEL_ID=$KVER
 		SOFTMR_MOD_DIR=$SOFTMR_TOP
-		SOFTMR_ABI_DIR=$SOFTMR_CACHE/build/abi-mismatch
+		SOFTMR_ABI_DIR=$SOFTMR_SIDE/abi-mismatch
 		;;
 	debug)
 		local vars
@@ -72,8 +86,8 @@ softmr_kernel() {
 			die "cannot build the debug kernel"
 		eval "$vars"
 		SOFTMR_KERNEL_ID=$(basename "$(dirname "$KROOT")")
-		SOFTMR_MOD_DIR=$SOFTMR_CACHE/build/debug
-		SOFTMR_ABI_DIR=$SOFTMR_CACHE/build/debug-abi-mismatch
+		SOFTMR_MOD_DIR=$SOFTMR_SIDE/debug
+		SOFTMR_ABI_DIR=$SOFTMR_SIDE/debug-abi-mismatch
 		SOFTMR_KERNEL_DEBUG=1
 		# KASAN, lockdep and kmemleak under TCG: several times slower;
 		# KASAN's shadow takes an eighth of the memory.

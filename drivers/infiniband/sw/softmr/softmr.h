@@ -771,6 +771,8 @@ struct page *softmr_dmabuf_page(struct softmr_mr *mr, u64 iova,
 				unsigned int *pofs);
 void softmr_dmabuf_release(struct softmr_mr *mr);
 void softmr_mr_abort(struct softmr_mr *mr);
+void softmr_mr_report_leaks(struct softmr_dev *sdev);
+unsigned int softmr_xa_in_use(struct xarray *xa);
 
 /* device memory lifetime and dma-buf export (softmr_dm.c, softmr_dm_export.c) */
 void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk);

@@ -325,6 +325,37 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 }
 
 /**
+ * softmr_xa_in_use() - count the used indices of a table
+ * @xa: an allocating xarray (keys, QPNs, AHs)
+ *
+ * Entries and reservations (xa_alloc() with a NULL entry) both count.  Not
+ * xa_empty(): an allocation failing inside the xarray (xas_create() under
+ * memory pressure or fault injection) can leave empty nodes linked in,
+ * which hold no index and which xa_destroy() frees.
+ *
+ * Return: the number of used indices.
+ */
+unsigned int softmr_xa_in_use(struct xarray *xa)
+{
+	XA_STATE(xas, xa, 0);
+	unsigned long flags;
+	unsigned int n = 0;
+	void *entry;
+
+	/*
+	 * Under the lock: no retry entries.  Reservations are XA_ZERO_ENTRY;
+	 * so is index 0 of an XA_FLAGS_ALLOC1 array once it has nodes.
+	 */
+	xas_lock_irqsave(&xas, flags);
+	xas_for_each(&xas, entry, ULONG_MAX)
+		if (xas.xa_index || !xa_is_zero(entry) ||
+		    !(xa->xa_flags & XA_FLAGS_ZERO_BUSY))
+			n++;
+	xas_unlock_irqrestore(&xas, flags);
+	return n;
+}
+
+/**
  * softmr_dealloc_driver() - release what softmr_dev_init() acquired
  * @ibdev: the device
  *
@@ -340,11 +371,12 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	spin_unlock_irq(&softmr_dev_list_lock);
 
 	WARN_ON(atomic_read(&sdev->pd_count));
-	WARN_ON(!xa_empty(&sdev->mr_xa));
+	if (softmr_xa_in_use(&sdev->mr_xa) || atomic_read(&sdev->mr_count))
+		softmr_mr_report_leaks(sdev);
 	xa_destroy(&sdev->mr_xa);
-	WARN_ON(!xa_empty(&sdev->qp_xa));
+	WARN_ON(softmr_xa_in_use(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
-	WARN_ON(!xa_empty(&sdev->ah_xa));
+	WARN_ON(softmr_xa_in_use(&sdev->ah_xa));
 	xa_destroy(&sdev->ah_xa);
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);

@@ -204,6 +204,32 @@ void softmr_mr_abort(struct softmr_mr *mr)
 }
 
 /**
+ * softmr_mr_report_leaks() - say which MR keys outlive their device
+ * @sdev: the device, being freed, whose MR table is not empty
+ *
+ * Every MR is deregistered before the device goes; what is left is a bug.
+ * Names each MR, and counts reserved indices, before the WARN.
+ */
+void softmr_mr_report_leaks(struct softmr_dev *sdev)
+{
+	struct softmr_mr *mr;
+	unsigned long index;
+	unsigned int n = 0;
+
+	xa_for_each(&sdev->mr_xa, index, mr) {
+		pr_err("softmr: %s: MR index %lu outlives the device: kind %d lkey 0x%x access 0x%x users %u\n",
+		       dev_name(&sdev->ibdev.dev), index, mr->kind,
+		       mr->ibmr.lkey, mr->access, refcount_read(&mr->users));
+		n++;
+	}
+	pr_err("softmr: %s: %u MR indices in use (%u reserved), %d MRs alive\n",
+	       dev_name(&sdev->ibdev.dev), softmr_xa_in_use(&sdev->mr_xa),
+	       softmr_xa_in_use(&sdev->mr_xa) - n,
+	       atomic_read(&sdev->mr_count));
+	WARN_ON(1);
+}
+
+/**
  * softmr_mr_commit() - give a built MR its keys and make it reachable
  * @mr: from softmr_mr_create(), kind, iova, length and memory set
  *
