@@ -7,7 +7,9 @@
 #                  softmr0 and the ib_write_bw baseline
 #   make check     everything: build, lint, KUnit under UML, the VM suite
 #
-# Other targets: deps module provider tests kunit vmtest lint bench fuzz clean.
+# Other targets: deps module provider tests kunit vmtest lint matrix bench
+# fuzz clean.
+#   make matrix    the whole VM suite on each test kernel (6.1, 6.12, 7.3)
 #   make fuzz      a long softmr_fuzz campaign in the VM: 1,000,000 cases or
 #                  30 minutes, a random seed, device removals
 #                  (FUZZ_SEED, FUZZ_CASES, FUZZ_SECONDS: scripts/fuzz)
@@ -34,14 +36,22 @@ provider: deps
 tests: provider
 	scripts/build-tests
 
-kunit: deps
+# KUnit under UML, then the same suites (and the ones UML cannot run) as a
+# module on the debug kernel under QEMU (scripts/kunit-qemu; vm-run needs
+# the provider's rdma-core build).  KUNIT_QEMU=0: UML only.
+kunit: deps provider
 	scripts/kunit
+	[ "$(KUNIT_QEMU)" = 0 ] || scripts/kunit-qemu
 
 vmtest: module provider tests
 	scripts/vm-run 'userspace/tests/run-all'
 
 lint: deps
 	scripts/lint
+
+# The whole VM suite on every test kernel (6.1, 6.12, 7.3), a line each.
+matrix: provider tests
+	scripts/matrix
 
 demo: module provider tests
 	scripts/demo
@@ -59,4 +69,4 @@ clean:
 	-scripts/build-module clean
 	rm -rf userspace/tests/build .out
 
-.PHONY: all deps module provider tests kunit vmtest lint demo bench check fuzz clean
+.PHONY: all deps module provider tests kunit vmtest lint matrix demo bench check fuzz clean

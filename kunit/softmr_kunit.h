@@ -20,5 +20,6 @@ void softmr_kunit_pd_free(struct ib_pd *pd);
 struct ib_pd *softmr_kunit_pd(struct kunit *test, struct softmr_dev *sdev);
 struct softmr_ucontext *softmr_kunit_ucontext(struct kunit *test,
 					      struct softmr_dev *sdev);
+int softmr_kunit_dontneed(unsigned long addr, size_t len);
 
 #endif /* SOFTMR_KUNIT_H */

@@ -13,8 +13,11 @@
 #include <linux/uaccess.h>
 
 #include "softmr_kunit.h"
-/* ib_uverbs' file object: a context's entries are inserted under its lock */
-#include "../../core/uverbs.h"
+/*
+ * ib_uverbs' file object: a context's entries are inserted under its lock
+ * (drivers/infiniband/core/uverbs.h, on the include path: see Makefile)
+ */
+#include "uverbs.h"
 
 struct softmr_mmap_test_ctx {
 	struct softmr_dev *sdev;

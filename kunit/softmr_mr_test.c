@@ -75,6 +75,44 @@ static struct softmr_mr *reg_ok(struct kunit *test, struct mr_env *e,
 	return mr;
 }
 
+/**
+ * softmr_kunit_dontneed() - MADV_DONTNEED on memory of the test's mm
+ * @addr: start, page aligned
+ * @len: bytes
+ *
+ * Built into the kernel (UML) this is do_madvise(); in softmr.ko (the
+ * debug kernel under QEMU), where do_madvise() is not exported, it is
+ * what MADV_DONTNEED does to each VMA: zap_page_range_single() under the
+ * mmap read lock (the range may span VMAs; a hole ends it).
+ *
+ * Return: 0, or -ENOMEM if part of the range is not mapped.
+ */
+int softmr_kunit_dontneed(unsigned long addr, size_t len)
+{
+#ifdef MODULE
+	struct mm_struct *mm = current->mm;
+	unsigned long end = addr + len;
+	struct vm_area_struct *vma;
+	int err = 0;
+
+	mmap_read_lock(mm);
+	while (addr < end) {
+		vma = vma_lookup(mm, addr);
+		if (!vma) {
+			err = -ENOMEM;
+			break;
+		}
+		zap_page_range_single(vma, addr, min(end, vma->vm_end) - addr,
+				      NULL);
+		addr = min(end, vma->vm_end);
+	}
+	mmap_read_unlock(mm);
+	return err;
+#else
+	return do_madvise(current->mm, addr, len, MADV_DONTNEED);
+#endif
+}
+
 /* Keys in the device's table: every MR that exists, nothing else. */
 static int mr_xa_entries(struct mr_env *e)
 {
@@ -320,8 +358,8 @@ static void softmr_test_odp_invalidate(struct kunit *test)
 
 	/* MADV_DONTNEED invalidates; the next access faults a zero page */
 	inval = counter(e, SOFTMR_CNT_ODP_INVALIDATIONS);
-	KUNIT_ASSERT_EQ(test, do_madvise(current->mm, u + PAGE_SIZE, PAGE_SIZE,
-					 MADV_DONTNEED), 0);
+	KUNIT_ASSERT_EQ(test, softmr_kunit_dontneed(u + PAGE_SIZE, PAGE_SIZE),
+			0);
 	KUNIT_EXPECT_GT(test, counter(e, SOFTMR_CNT_ODP_INVALIDATIONS), inval);
 	faults = counter(e, SOFTMR_CNT_ODP_FAULTS);
 	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, u + PAGE_SIZE, buf,
@@ -658,9 +696,12 @@ static void softmr_test_odp_copy_vs_invalidate(struct kunit *test)
 
 	t = kthread_run(softmr_race_copier, rc, "softmr-race");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	/* the storm starts once the copier mapped the pages (slow under TCG) */
+	for (i = 0; i < 2000 && !READ_ONCE(rc->copies); i++)
+		usleep_range(1000, 2000);
 	for (i = 0; i < 200; i++) {
-		do_madvise(current->mm, u + (i % 16) * PAGE_SIZE,
-			   4 * PAGE_SIZE, MADV_DONTNEED);
+		softmr_kunit_dontneed(u + (i % 16) * PAGE_SIZE,
+				      4 * PAGE_SIZE);
 		cond_resched();
 	}
 	atomic_set(&rc->stop, 1);

@@ -58,6 +58,9 @@ softmr_copy_kernel_tree() {
 #   6.12   Debian's bookworm-backports kernel (the default; scripts/deps)
 #   debug  our x86_64 6.12 build with KASAN, lockdep, kmemleak and fault
 #          injection (scripts/build-debug-kernel, built on first use)
+#   6.1    Debian bookworm's kernel (bookworm-security) and
+#   7.3    Debian's newest (trixie-backports), both fetched on first use
+#          (scripts/prepare-kernel; 7.3's build tree from linux-source)
 # Sets KVER (release), KROOT (its modules are $KROOT/lib/modules/$KVER),
 # VMLINUZ, KDIR (the build tree for external modules), SOFTMR_KERNEL_ID
 # (names the kernel's cache entries), SOFTMR_MOD_DIR (where softmr.ko is
@@ -80,6 +83,15 @@ softmr_kernel() {
 		SOFTMR_MOD_DIR=$SOFTMR_TOP
 		SOFTMR_ABI_DIR=$SOFTMR_SIDE/abi-mismatch
 		;;
+	6.1 | 7.3)
+		local kvars
+		kvars=$("$SOFTMR_TOP/scripts/prepare-kernel" "$SOFTMR_KERNEL") ||
+			die "cannot prepare the $SOFTMR_KERNEL kernel"
+		eval "$kvars"
+		SOFTMR_KERNEL_ID=$(basename "$(dirname "$KROOT")")
+		SOFTMR_MOD_DIR=$SOFTMR_SIDE/$SOFTMR_KERNEL
+		SOFTMR_ABI_DIR=$SOFTMR_SIDE/$SOFTMR_KERNEL-abi-mismatch
+		;;
 	debug)
 		local vars
 		vars=$("$SOFTMR_TOP/scripts/build-debug-kernel") ||
@@ -95,7 +107,7 @@ softmr_kernel() {
 		SOFTMR_VM_MEM_DEFAULT=3072
 		;;
 	*)
-		die "SOFTMR_KERNEL=$SOFTMR_KERNEL: unknown test kernel (6.12 or debug)"
+		die "SOFTMR_KERNEL=$SOFTMR_KERNEL: unknown test kernel (6.12, 6.1, 7.3 or debug)"
 		;;
 	esac
 	SOFTMR_KO=$SOFTMR_MOD_DIR/drivers/infiniband/sw/softmr/softmr.ko

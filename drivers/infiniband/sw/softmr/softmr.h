@@ -25,6 +25,8 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/softmr-abi.h>
 
+#include "softmr_compat.h"
+
 #define SOFTMR_DRIVER_NAME	"softmr"
 #define SOFTMR_DRIVER_VERSION	0x000100	/* 0.1.0 */
 

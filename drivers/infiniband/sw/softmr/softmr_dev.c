@@ -373,6 +373,9 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(atomic_read(&sdev->pd_count));
 	if (softmr_xa_in_use(&sdev->mr_xa) || atomic_read(&sdev->mr_count))
 		softmr_mr_report_leaks(sdev);
+	else if (!xa_empty(&sdev->mr_xa))
+		dev_info(&sdev->ibdev.dev,
+			 "MR table: empty nodes left by a failed allocation, no key in use\n");
 	xa_destroy(&sdev->mr_xa);
 	WARN_ON(softmr_xa_in_use(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
@@ -397,7 +400,9 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 int softmr_dev_add(const char *name, struct net_device *ndev)
 {
 	struct softmr_dev *sdev, *other;
+#if !SOFTMR_KERNEL_72
 	struct ib_device *ibdev;
+#endif
 	int err;
 
 	if (!softmr_netdev_supported(ndev)) {
@@ -407,6 +412,7 @@ int softmr_dev_add(const char *name, struct net_device *ndev)
 	}
 
 	mutex_lock(&softmr_add_mutex);
+#if !SOFTMR_KERNEL_72	/* later: only ib_register_device() checks */
 	ibdev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
 	if (ibdev) {
 		ib_device_put(ibdev);
@@ -415,6 +421,7 @@ int softmr_dev_add(const char *name, struct net_device *ndev)
 		err = -EEXIST;
 		goto unlock;
 	}
+#endif
 	other = softmr_dev_get_by_netdev(ndev);
 	if (other) {
 		pr_err("%s: %s already has device %s\n", SOFTMR_DRIVER_NAME,

@@ -91,7 +91,12 @@ static void softmr_dmabuf_move_notify(struct dma_buf_attachment *attach)
 
 static const struct dma_buf_attach_ops softmr_dmabuf_attach_ops = {
 	.allow_peer2peer = false,
+#if SOFTMR_DMABUF_INVALIDATE
+	/* the same contract: unmapped before returning, under the resv */
+	.invalidate_mappings = softmr_dmabuf_move_notify,
+#else
 	.move_notify = softmr_dmabuf_move_notify,
+#endif
 };
 
 /* The reservation an access must hold, or NULL (not dynamic dma-buf). */
@@ -335,4 +340,4 @@ struct ib_mr *softmr_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 	return err ? ERR_PTR(err) : &mr->ibmr;
 }
 
-MODULE_IMPORT_NS(DMA_BUF);
+SOFTMR_IMPORT_NS_DMA_BUF();

@@ -5,7 +5,8 @@
  *
  * The sequence protocol (Documentation/infiniband/softmr.rst, "ODP flow"):
  * an access first checks, under the umem's umem_mutex, that every page of
- * the range is mapped with the permission it needs (dma_list bits); if not
+ * the range is mapped with the permission it needs (dma_list bits; from
+ * 6.16 always revalidated: softmr_compat.h); if not
  * it drops the mutex and calls ib_umem_odp_map_dma_and_lock(), which faults
  * the pages with hmm_range_fault() between mmu_interval_read_begin() and
  * mmu_interval_read_retry() and retries on a changed sequence, returning
@@ -397,7 +398,7 @@ static bool softmr_odp_mapped(struct ib_umem_odp *odp, u64 va, u64 len,
 	first = (va - start) >> shift;
 	last = (va + len - 1 - start) >> shift;
 	for (i = first; i <= last; i++)
-		if ((odp->dma_list[i] & need) != need)
+		if ((softmr_odp_state(odp, i) & need) != need)
 			return false;
 	return true;
 }
@@ -410,16 +411,22 @@ static int softmr_odp_map_and_lock(struct softmr_dev *sdev,
 				   struct ib_umem_odp *odp, u64 va, u64 len,
 				   u64 need, bool fault)
 {
+	bool present = false;
 	int ret;
 
 	mutex_lock(&odp->umem_mutex);
-	if (softmr_odp_mapped(odp, va, len, need))
-		return 0;
+	if (softmr_odp_mapped(odp, va, len, need)) {
+		if (SOFTMR_ODP_TRUST_MAP)
+			return 0;
+		present = true;	/* softmr_compat.h: revalidate */
+	}
 	mutex_unlock(&odp->umem_mutex);
 
 	ret = ib_umem_odp_map_dma_and_lock(odp, va, len, need, fault);
 	if (ret < 0)
 		return ret == -EINVAL ? -EFAULT : ret;
+	if (present)
+		return 0;
 	softmr_count(sdev, SOFTMR_CNT_ODP_FAULTS, 1);
 	softmr_count(sdev, SOFTMR_CNT_ODP_FAULT_PAGES, ret);
 	return 0;
@@ -436,11 +443,11 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 			    u64 va, void *buf, u64 len,
 			    enum softmr_copy_dir dir)
 {
-	u64 need = ODP_READ_ALLOWED_BIT;
+	u64 need = SOFTMR_ODP_READ;
 	int err;
 
 	if (dir == SOFTMR_TO_MR)
-		need |= ODP_WRITE_ALLOWED_BIT;
+		need |= SOFTMR_ODP_WRITE;
 
 	while (len) {
 		u64 n = softmr_odp_chunk(va, len);
@@ -455,7 +462,7 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 					    PAGE_SHIFT;
 			unsigned int pofs = offset_in_page(addr);
 			size_t c = min_t(u64, n - done, PAGE_SIZE - pofs);
-			struct page *page = hmm_pfn_to_page(odp->pfn_list[idx]);
+			struct page *page = hmm_pfn_to_page(softmr_odp_pfn(odp, idx));
 			void *kaddr = kmap_local_page(page);
 
 			if (dir == SOFTMR_TO_MR)
@@ -495,7 +502,7 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 	u64 n = softmr_odp_chunk(va, *len);
 	int err;
 
-	s->need = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	s->need = SOFTMR_ODP_READ | (write ? SOFTMR_ODP_WRITE : 0);
 	s->va_off = va - iova;
 	if (mr->kind == SOFTMR_MR_IMPLICIT) {
 		/* chunks are aligned, so one never crosses a child */
@@ -565,7 +572,7 @@ struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova)
 	unsigned long idx = (va - ib_umem_start(s->odp)) >> PAGE_SHIFT;
 
 	lockdep_assert_held(&s->odp->umem_mutex);
-	return hmm_pfn_to_page(s->odp->pfn_list[idx]);
+	return hmm_pfn_to_page(softmr_odp_pfn(s->odp, idx));
 }
 
 /**
@@ -651,11 +658,11 @@ static int softmr_prefetch_umem(struct softmr_mr *mr, struct ib_umem_odp *odp,
 {
 	enum ib_uverbs_advise_mr_advice advice = (uintptr_t)arg;
 	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
-	u64 need = ODP_READ_ALLOWED_BIT;
+	u64 need = SOFTMR_ODP_READ;
 	int err;
 
 	if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE)
-		need |= ODP_WRITE_ALLOWED_BIT;
+		need |= SOFTMR_ODP_WRITE;
 	while (len) {
 		u64 n = softmr_odp_chunk(va, len);
 

@@ -538,6 +538,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	softmr_work_quiesce(&qp->sq_work);	/* before 6.10 only */
 	/* nothing runs the QP now; softmr_rnr_wait() skipped it since dying */
 	if (WARN_ON_ONCE(!list_empty_careful(&qp->rnr_entry)))
 		softmr_rnr_forget(qp);

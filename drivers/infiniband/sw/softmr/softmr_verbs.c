@@ -164,6 +164,85 @@ static int softmr_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * Kernel API adapters (softmr_compat.h): the verbs keep 6.12's signatures.
+ */
+#if !SOFTMR_CQ_ATTRS
+/* Before 6.11 uverbs passed &attrs->driver_udata (NULL for kernel CQs). */
+static struct uverbs_attr_bundle *softmr_udata_attrs(struct ib_udata *udata)
+{
+	return udata ? container_of(udata, struct uverbs_attr_bundle,
+				    driver_udata) : NULL;
+}
+
+static int softmr_create_cq_udata(struct ib_cq *ibcq,
+				  const struct ib_cq_init_attr *attr,
+				  struct ib_udata *udata)
+{
+	return softmr_create_cq(ibcq, attr, softmr_udata_attrs(udata));
+}
+
+static struct ib_mr *softmr_reg_user_mr_dmabuf_udata(struct ib_pd *ibpd,
+						     u64 offset, u64 length,
+						     u64 iova, int fd,
+						     int access,
+						     struct ib_udata *udata)
+{
+	return softmr_reg_user_mr_dmabuf(ibpd, offset, length, iova, fd,
+					 access, softmr_udata_attrs(udata));
+}
+
+#define SOFTMR_OP_CREATE_CQ		softmr_create_cq_udata
+#define SOFTMR_OP_REG_USER_MR_DMABUF	softmr_reg_user_mr_dmabuf_udata
+#elif SOFTMR_HAVE_DMAH
+/* No alloc_dmah: ib_core has no DMA handle of ours to pass. */
+static struct ib_mr *softmr_reg_user_mr_dmah(struct ib_pd *ibpd, u64 start,
+					     u64 length, u64 iova, int access,
+					     struct ib_dmah *dmah,
+					     struct ib_udata *udata)
+{
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	return softmr_reg_user_mr(ibpd, start, length, iova, access, udata);
+}
+
+static struct ib_mr *softmr_reg_user_mr_dmabuf_dmah(struct ib_pd *ibpd,
+						    u64 offset, u64 length,
+						    u64 iova, int fd,
+						    int access,
+						    struct ib_dmah *dmah,
+						    struct uverbs_attr_bundle *attrs)
+{
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	return softmr_reg_user_mr_dmabuf(ibpd, offset, length, iova, fd,
+					 access, attrs);
+}
+
+#define SOFTMR_OP_REG_USER_MR		softmr_reg_user_mr_dmah
+#define SOFTMR_OP_REG_USER_MR_DMABUF	softmr_reg_user_mr_dmabuf_dmah
+#endif
+
+#if SOFTMR_KERNEL_72
+static int softmr_resize_user_cq(struct ib_cq *ibcq, unsigned int cqe,
+				 struct ib_udata *udata)
+{
+	if (cqe > INT_MAX)
+		return -EINVAL;
+	return softmr_resize_cq(ibcq, cqe, udata);
+}
+#endif
+
+#ifndef SOFTMR_OP_CREATE_CQ
+#define SOFTMR_OP_CREATE_CQ		softmr_create_cq
+#endif
+#ifndef SOFTMR_OP_REG_USER_MR
+#define SOFTMR_OP_REG_USER_MR		softmr_reg_user_mr
+#endif
+#ifndef SOFTMR_OP_REG_USER_MR_DMABUF
+#define SOFTMR_OP_REG_USER_MR_DMABUF	softmr_reg_user_mr_dmabuf
+#endif
+
 const struct ib_device_ops softmr_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -173,7 +252,7 @@ const struct ib_device_ops softmr_dev_ops = {
 	.alloc_dm = softmr_alloc_dm,
 	.alloc_hw_port_stats = softmr_alloc_hw_port_stats,
 	.alloc_pd = softmr_alloc_pd,
-	.create_cq = softmr_create_cq,
+	.create_cq = SOFTMR_OP_CREATE_CQ,
 	.alloc_ucontext = softmr_alloc_ucontext,
 	.create_ah = softmr_create_ah,
 	.create_qp = softmr_create_qp,
@@ -211,11 +290,15 @@ const struct ib_device_ops softmr_dev_ops = {
 	.query_port = softmr_query_port,
 	.reg_dm_mr = softmr_reg_dm_mr,
 	.query_ucontext = softmr_query_ucontext,
-	.reg_user_mr = softmr_reg_user_mr,
-	.reg_user_mr_dmabuf = softmr_reg_user_mr_dmabuf,
+	.reg_user_mr = SOFTMR_OP_REG_USER_MR,
+	.reg_user_mr_dmabuf = SOFTMR_OP_REG_USER_MR_DMABUF,
 	.req_notify_cq = softmr_req_notify_cq,
 	.rereg_user_mr = softmr_rereg_user_mr,
+#if SOFTMR_KERNEL_72
+	.resize_user_cq = softmr_resize_user_cq,
+#else
 	.resize_cq = softmr_resize_cq,
+#endif
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, softmr_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, softmr_cq, ibcq),
