@@ -111,6 +111,16 @@ static inline void softmr_work_quiesce(struct delayed_work *dwork) { }
  * whether that was a fault (for the counters).
  */
 #define SOFTMR_ODP_HMM_MAP	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0))
+/*
+ * Not yet: on these kernels ib_umem_odp_map_dma_and_lock() no longer
+ * counts odp->npages and invalidation leaves the pfn entries alone unless
+ * the driver unmaps them, so softmr's span checks (which trust the entries
+ * between faulting one MR and locking another) would reach freed pages.
+ * Until softmr validates spans by the notifier sequence (or with private
+ * pfn arrays, as the HMM documentation shows), ODP is off there: ODP
+ * registration answers -EOPNOTSUPP and the ODP capabilities stay clear.
+ */
+#define SOFTMR_ODP_SUPPORTED	(!SOFTMR_ODP_HMM_MAP)
 #if SOFTMR_ODP_HMM_MAP
 #define SOFTMR_ODP_READ		HMM_PFN_VALID
 #define SOFTMR_ODP_WRITE	HMM_PFN_WRITE

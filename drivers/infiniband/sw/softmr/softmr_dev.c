@@ -244,16 +244,18 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	 * ODP: MRs fault on access, and the engine reaches every MR through
 	 * the MR access API, so every RC and UD operation works on ODP MRs.
 	 */
-	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
-	attr->odp_caps.general_caps = IB_ODP_SUPPORT |
-				      IB_ODP_SUPPORT_IMPLICIT;
-	attr->odp_caps.per_transport_caps.rc_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
-		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
-		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
-	attr->odp_caps.per_transport_caps.ud_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
-		IB_ODP_SUPPORT_SRQ_RECV;
+	if (SOFTMR_ODP_SUPPORTED) {
+		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+		attr->odp_caps.general_caps = IB_ODP_SUPPORT |
+					      IB_ODP_SUPPORT_IMPLICIT;
+		attr->odp_caps.per_transport_caps.rc_odp_caps =
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+			IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+			IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+		attr->odp_caps.per_transport_caps.ud_odp_caps =
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+			IB_ODP_SUPPORT_SRQ_RECV;
+	}
 	attr->max_pkeys = SOFTMR_PKEY_TBL_LEN;
 }
 

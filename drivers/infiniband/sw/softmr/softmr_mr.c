@@ -383,6 +383,9 @@ static int softmr_check_reg(struct softmr_dev *sdev, u64 start, u64 length,
 	err = softmr_check_access_flags(access);
 	if (err)
 		return err;
+	/* no ODP on this kernel (softmr_compat.h): capability clear */
+	if ((access & IB_ACCESS_ON_DEMAND) && !SOFTMR_ODP_SUPPORTED)
+		return -EOPNOTSUPP;
 	if (softmr_is_implicit(start, length, access)) {
 		/* HUGETLB is for explicit ODP only; iova is the address */
 		if ((access & (IB_ACCESS_HUGETLB | IB_ZERO_BASED)) || iova)
