@@ -214,7 +214,7 @@ void softmr_mr_report_leaks(struct softmr_dev *sdev)
 {
 	struct softmr_mr *mr;
 	unsigned long index;
-	unsigned int n = 0;
+	unsigned int used = softmr_xa_in_use(&sdev->mr_xa), n = 0;
 
 	xa_for_each(&sdev->mr_xa, index, mr) {
 		pr_err("softmr: %s: MR index %lu outlives the device: kind %d lkey 0x%x access 0x%x users %u\n",
@@ -223,8 +223,7 @@ void softmr_mr_report_leaks(struct softmr_dev *sdev)
 		n++;
 	}
 	pr_err("softmr: %s: %u MR indices in use (%u reserved), %d MRs alive\n",
-	       dev_name(&sdev->ibdev.dev), softmr_xa_in_use(&sdev->mr_xa),
-	       softmr_xa_in_use(&sdev->mr_xa) - n,
+	       dev_name(&sdev->ibdev.dev), used, used - n,
 	       atomic_read(&sdev->mr_count));
 	WARN_ON(1);
 }
