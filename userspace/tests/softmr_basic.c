@@ -94,16 +94,26 @@ static void check_device(struct ibv_context *ctx)
 	CHECK(dx.orig_attr.max_mr == 0x100000, "max_mr %d",
 	      dx.orig_attr.max_mr);
 	CHECK(dx.orig_attr.max_mr_size == 1ULL << 46, "max_mr_size");
-	CHECK(dx.odp_caps.general_caps ==
-	      (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT), "ODP general caps");
-	/* every operation works on ODP MRs */
-	CHECK(dx.odp_caps.per_transport_caps.rc_odp_caps ==
-	      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-	       IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
-	       IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV) &&
-	      dx.odp_caps.per_transport_caps.ud_odp_caps ==
-	      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-	       IBV_ODP_SUPPORT_SRQ_RECV), "per-transport ODP caps");
+	if (st_kernel_before(6, 16)) {
+		CHECK(dx.odp_caps.general_caps ==
+		      (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT),
+		      "ODP general caps");
+		/* every operation works on ODP MRs */
+		CHECK(dx.odp_caps.per_transport_caps.rc_odp_caps ==
+		      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		       IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		       IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV) &&
+		      dx.odp_caps.per_transport_caps.ud_odp_caps ==
+		      (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		       IBV_ODP_SUPPORT_SRQ_RECV), "per-transport ODP caps");
+	} else {
+		/* ODP is off from 6.16: every capability clear */
+		CHECK(!dx.odp_caps.general_caps &&
+		      !dx.odp_caps.per_transport_caps.rc_odp_caps &&
+		      !dx.odp_caps.per_transport_caps.uc_odp_caps &&
+		      !dx.odp_caps.per_transport_caps.ud_odp_caps,
+		      "no ODP caps from 6.16");
+	}
 	CHECK(dx.orig_attr.atomic_cap == IBV_ATOMIC_GLOB, "atomics: GLOB");
 
 	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "query_port");

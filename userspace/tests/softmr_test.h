@@ -10,9 +10,19 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 #include <infiniband/verbs.h>
 
-static int st_failed, st_passed;
+static int st_failed, st_passed, st_skipped;
+
+/* A part of a test that this kernel cannot run, and why. */
+#define SKIP(...)							\
+	do {								\
+		st_skipped++;						\
+		printf("SKIP ");					\
+		printf(__VA_ARGS__);					\
+		printf("\n");						\
+	} while (0)
 
 #define CHECK(cond, ...)						\
 	do {								\
@@ -72,10 +82,54 @@ static inline long long st_counter(const char *dev, const char *name)
 	return v;
 }
 
+/* Whether the running kernel is older than @major.@minor. */
+static inline int st_kernel_before(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return 0;
+	return ma < major || (ma == major && mi < minor);
+}
+
+/*
+ * Whether @ctx offers ODP.  softmr offers it exactly on kernels before
+ * 6.16 (Documentation/infiniband/softmr.rst, "Test kernels"): anything else is a failed
+ * check, so a lost capability cannot turn the ODP tests into skips.
+ * Without ODP, registering with IBV_ACCESS_ON_DEMAND must fail with
+ * EOPNOTSUPP (ibv_reg_mr(3)).
+ */
+static inline int st_has_odp(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_device_attr_ex dx = {};
+	int want = st_kernel_before(6, 16), have;
+	static char buf[4096];
+	struct ibv_mr *mr;
+
+	if (ibv_query_device_ex(ctx, NULL, &dx))
+		return 0;
+	have = !!(dx.odp_caps.general_caps & IBV_ODP_SUPPORT);
+	CHECK(have == want, "ODP %s on this kernel, expected %s",
+	      have ? "offered" : "not offered", want ? "offered" : "not");
+	if (!have) {
+		mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_ON_DEMAND |
+				IBV_ACCESS_LOCAL_WRITE);
+		CHECK_ERRNO(!mr, EOPNOTSUPP, "ODP reg_mr without ODP");
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+	return have;
+}
+
 static inline int st_finish(const char *name)
 {
-	printf("%s: %d checks passed, %d failed\n", name, st_passed,
-	       st_failed);
+	if (st_skipped)
+		printf("%s: %d checks passed, %d failed, %d skipped\n", name,
+		       st_passed, st_failed, st_skipped);
+	else
+		printf("%s: %d checks passed, %d failed\n", name, st_passed,
+		       st_failed);
 	return st_failed > 100 ? 100 : st_failed;
 }
 

@@ -56,6 +56,17 @@ static int softmr_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->init_type_reply = 0;
 	attr->ip_gids = true;
 
+	/*
+	 * A netdev without link settings (lo, dummy) would make
+	 * ib_get_eth_speed() log a warning on every query; it then assumes
+	 * 1 Gb/s, which is 1X SDR.
+	 */
+	if (!sdev->ndev->ethtool_ops ||
+	    !sdev->ndev->ethtool_ops->get_link_ksettings) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+		return 0;
+	}
 	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
 			       &attr->active_width);
 	return err;
