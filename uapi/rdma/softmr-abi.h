@@ -245,11 +245,14 @@ enum softmr_send_flags {
  * @flags: enum softmr_send_flags
  * @num_sge: entries in @sge, or with SOFTMR_SEND_INLINE the bytes of
  *           inline data that follow the header instead
- * @imm_data: immediate data, network byte order (…_WITH_IMM)
+ * @imm_data: immediate data, network byte order (…_WITH_IMM), or the rkey
+ *            to invalidate (SEND_WITH_INV, LOCAL_INV)
  * @wr: operation-specific part
  * @wr.rdma: RDMA write and read: remote address and key
  * @wr.atomic: compare-and-swap and fetch-and-add on 8 remote bytes
  * @wr.ud: UD sends: address handle number, remote QPN and Q_Key
+ * @wr.reg: REG_MR (kernel QPs only): the MR by index, its new key, access,
+ *	iova and length
  * @reserved: zero
  * @sge: gather list (or inline data) up to the queue's stride
  */
@@ -278,6 +281,14 @@ struct softmr_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		struct {
+			__aligned_u64 iova;
+			__aligned_u64 length;
+			__u32 mr_index;
+			__u32 key;
+			__u32 access;
+			__u32 reserved;
+		} reg;
 	} wr;
 	__u32 reserved[2];
 	struct softmr_sge sge[];

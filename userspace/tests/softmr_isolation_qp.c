@@ -1190,7 +1190,7 @@ static void raw_recv_post(struct ibv_qp *qp)
 enum garbage {
 	G_HUGE_SGE, G_HUGE_INLINE, G_OPCODE, G_FOREIGN_LKEY, G_ADDR_WRAP,
 	G_RKEY_WRAP, G_PRODUCER_AHEAD, G_PRODUCER_BEHIND, G_RECV_HUGE_SGE,
-	G_RECV_FOREIGN_LKEY, G_NUM
+	G_RECV_FOREIGN_LKEY, G_REG_MR, G_LOCAL_INV, G_SEND_INV, G_NUM
 };
 
 static const char *const garbage_name[] = {
@@ -1204,6 +1204,9 @@ static const char *const garbage_name[] = {
 	[G_PRODUCER_BEHIND] = "a send producer index behind the consumer",
 	[G_RECV_HUGE_SGE] = "a receive WQE with num_sge 0xffffffff",
 	[G_RECV_FOREIGN_LKEY] = "a receive WQE scattering into another process's memory with its lkey",
+	[G_REG_MR] = "a REG_MR WQE (kernel QPs only) re-registering another process's MR",
+	[G_LOCAL_INV] = "a LOCAL_INV WQE naming another process's key",
+	[G_SEND_INV] = "a SEND_WITH_INV invalidating another process's key",
 };
 
 static void garbage_case(enum garbage g, const struct iso_msg *cn)
@@ -1248,6 +1251,25 @@ static void garbage_case(enum garbage g, const struct iso_msg *cn)
 	case G_ADDR_WRAP:
 		w->sge[0].addr = UINT64_MAX - 16;
 		w->sge[0].length = PG;
+		break;
+	case G_REG_MR:
+		w->opcode = 0x20;	/* IB_WR_REG_MR */
+		w->num_sge = 0;
+		w->wr.reg.mr_index = (uint32_t)cn->v[2] >> 8;
+		w->wr.reg.key = (uint32_t)cn->v[2];
+		w->wr.reg.access = IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE;
+		w->wr.reg.iova = cn->v[0];
+		w->wr.reg.length = PG;
+		break;
+	case G_LOCAL_INV:
+		w->opcode = IBV_WR_LOCAL_INV;
+		w->num_sge = 0;
+		w->imm_data = (uint32_t)cn->v[2];
+		break;
+	case G_SEND_INV:
+		w->opcode = IBV_WR_SEND_WITH_INV;
+		w->imm_data = (uint32_t)cn->v[2];
 		break;
 	case G_RKEY_WRAP:
 		w->opcode = IBV_WR_RDMA_WRITE;

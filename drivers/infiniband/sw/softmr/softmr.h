@@ -191,6 +191,40 @@ enum softmr_mr_kind {
 	SOFTMR_MR_IMPLICIT,	/* implicit ODP: the whole address space */
 	SOFTMR_MR_DM,		/* device memory: zero based */
 	SOFTMR_MR_DMABUF,	/* dma-buf import, dynamic or pinned */
+	SOFTMR_MR_FRMR,		/* alloc_mr: fast registration by REG_MR */
+};
+
+/* Fast registration: page lists of up to this many pages. */
+#define SOFTMR_MAX_FRMR_PAGES	512
+
+/**
+ * struct softmr_frmr - the page lists of a fast-registration MR
+ * @map: what ib_map_mr_sg() built: DMA addresses of @map_n pages
+ * @map_n: entries in @map
+ * @map_shift: log2 of the page size of @map
+ * @map_first: offset of the MR's first byte in @map[0]
+ * @pages: the registered list, copied from @map by a REG_MR work request
+ * @npages: entries in @pages
+ * @page_shift: log2 of the registered page size
+ * @first: offset of the registered first byte in @pages[0]
+ * @max_pages: room in each list (alloc_mr's max_num_sg)
+ * @lock: REG_MR and invalidations of this MR against each other
+ *
+ * The registration (@pages, @npages, @page_shift, @first and the MR's
+ * iova, length and access) changes only while the MR is invalid (its key
+ * is 0); data movers bound every index by @max_pages.
+ */
+struct softmr_frmr {
+	u64 *map;
+	u32 map_n;
+	u32 map_shift;
+	u32 map_first;
+	u64 *pages;
+	u32 npages;
+	u32 page_shift;
+	u32 first;
+	u32 max_pages;
+	spinlock_t lock;	/* see above */
 };
 
 /**
@@ -266,6 +300,9 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @dmabuf_mapped: dma-buf MRs: @dmabuf_map is valid (under the dma_resv lock)
  * @dmabuf_pinned: dma-buf MRs: a pinned import, mapped for its lifetime
  * @dmabuf_writable: dma-buf MRs: imported through an fd opened for writing
+ * @frmr: fast-registration MRs: the page lists
+ * @key: the key that reaches this MR now (softmr_mr_get()): its lkey; for
+ *	fast-registration MRs the key of the last REG_MR, or 0 while invalid
  * @odp: explicit ODP umem, or the implicit root
  * @children: implicit: struct softmr_odp_child by chunk index
  * @imp_lock: implicit: serialises child creation, use and release
@@ -296,6 +333,8 @@ struct softmr_mr {
 	bool dmabuf_mapped;
 	bool dmabuf_pinned;
 	bool dmabuf_writable;
+	struct softmr_frmr *frmr;
+	u32 key;
 	struct ib_umem_odp *odp;
 	struct xarray children;
 	struct mutex imp_lock;		/* children: creation, users, release */
@@ -595,6 +634,19 @@ void softmr_mr_put(struct softmr_mr *mr);
 bool softmr_mr_is_live(struct softmr_mr *mr);
 void softmr_mr_init_dev(struct softmr_dev *sdev);
 int softmr_check_access_flags(int access);
+
+/* softmr_frmr.c: fast registration for kernel consumers */
+struct ib_mr *softmr_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			      u32 max_num_sg);
+int softmr_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
+		     int sg_nents, unsigned int *sg_offset);
+void softmr_frmr_free(struct softmr_mr *mr);
+enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
+				  const struct softmr_send_wqe *wqe);
+enum ib_wc_status softmr_frmr_invalidate(struct softmr_dev *sdev,
+					 struct ib_pd *ibpd, u32 key);
+struct page *softmr_frmr_page(struct softmr_mr *mr, u64 iova,
+			      unsigned int *pofs);
 
 /* softmr_wq.c: work queue rings shared by QPs and SRQs */
 int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,

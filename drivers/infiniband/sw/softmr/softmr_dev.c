@@ -237,9 +237,16 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	attr->max_res_rd_atom = SOFTMR_MAX_RD_ATOM * SOFTMR_MAX_QP;
 	/* atomics are CPU atomics on the memory: global */
 	attr->atomic_cap = IB_ATOMIC_GLOB;
+	/*
+	 * Memory management extensions: fast registration (alloc_mr,
+	 * REG_MR), local and remote invalidation; kernel consumers only
+	 * (softmr_frmr.c).  No memory windows yet: max_mw stays 0.
+	 */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_SRQ_RESIZE;
+				 IB_DEVICE_SRQ_RESIZE |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = SOFTMR_MAX_FRMR_PAGES;
 	/*
 	 * ODP: MRs fault on access, and the engine reaches every MR through
 	 * the MR access API, so every RC and UD operation works on ODP MRs.

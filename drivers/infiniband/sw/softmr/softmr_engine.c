@@ -305,6 +305,9 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 		    op == IB_WR_RDMA_WRITE_WITH_IMM) {
 			wc.ex.imm_data = (__force __be32)req->wqe->imm_data;
 			wc.wc_flags |= IB_WC_WITH_IMM;
+		} else if (op == IB_WR_SEND_WITH_INV) {
+			wc.ex.invalidate_rkey = req->wqe->imm_data;
+			wc.wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
 		if (softmr_qp_datagram(qp)) {
 			wc.wc_flags |= IB_WC_GRH;
@@ -517,6 +520,13 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 		softmr_responder_error(peer, true, wr_id, IB_WC_LOC_PROT_ERR);
 		return ud ? IB_WC_SUCCESS : IB_WC_REM_OP_ERR;
 	}
+	/* SEND_WITH_INV (RC): the responder's MR with that rkey, or an error */
+	if (req->wqe->opcode == IB_WR_SEND_WITH_INV &&
+	    softmr_frmr_invalidate(peer->sdev, peer->ibqp.pd,
+				   req->wqe->imm_data)) {
+		softmr_responder_error(peer, true, wr_id, IB_WC_LOC_PROT_ERR);
+		return IB_WC_REM_ACCESS_ERR;
+	}
 	softmr_recv_complete(peer, wr_id, IB_WC_SUCCESS,
 			     is_send ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM,
 			     need ? (u32)need : (u32)req->len, req);
@@ -683,10 +693,20 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, u32 opcode)
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_SEND_WITH_INV:
 		return qp->ibqp.qp_type == IB_QPT_RC;
+	case IB_WR_REG_MR:
+	case IB_WR_LOCAL_INV:
+		/* fast registration: kernel consumers' QPs only */
+		return !qp->is_user && qp->ibqp.qp_type != IB_QPT_GSI;
 	default:
 		return false;
 	}
+}
+
+static bool softmr_opcode_local(u32 opcode)
+{
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
 }
 
 /* Validate the WQE copy and resolve its local SGEs. */
@@ -699,6 +719,11 @@ static enum ib_wc_status softmr_req_prepare(struct softmr_req *req)
 	if (!softmr_opcode_ok(qp, wqe->opcode) ||
 	    (wqe->flags & ~SOFTMR_SEND_FLAGS_ALL))
 		return IB_WC_LOC_QP_OP_ERR;
+	if (softmr_opcode_local(wqe->opcode)) {
+		req->inl = NULL;
+		return (wqe->flags & SOFTMR_SEND_INLINE) || wqe->num_sge ?
+		       IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
+	}
 	local_write = wqe->opcode == IB_WR_RDMA_READ ||
 		      wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
 		      wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
@@ -869,6 +894,10 @@ static u32 softmr_wc_opcode(u32 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}
@@ -911,6 +940,11 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	req->len = 0;
 	req->local.num = 0;
 	st = softmr_req_prepare(req);
+	if (st == IB_WC_SUCCESS && softmr_opcode_local(wqe->opcode))
+		return wqe->opcode == IB_WR_REG_MR ?
+		       softmr_frmr_reg(qp, wqe) :
+		       softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd,
+					      wqe->imm_data);
 	if (st == IB_WC_SUCCESS && !req->inl)
 		req->len = req->local.len;
 	if (st == IB_WC_SUCCESS)
@@ -1146,6 +1180,19 @@ static int softmr_post_send_one(struct softmr_qp *qp,
 		wqe->wr.atomic.rkey = atomic_wr(wr)->rkey;
 		wqe->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
 		wqe->wr.atomic.swap = atomic_wr(wr)->swap;
+		break;
+	case IB_WR_REG_MR:
+		/* the MR by index: its keys' low bits are the consumer's */
+		wqe->wr.reg.mr_index = reg_wr(wr)->mr->lkey >>
+				       SOFTMR_MR_KEY_BITS;
+		wqe->wr.reg.key = reg_wr(wr)->key;
+		wqe->wr.reg.access = reg_wr(wr)->access;
+		wqe->wr.reg.iova = reg_wr(wr)->mr->iova;
+		wqe->wr.reg.length = reg_wr(wr)->mr->length;
+		break;
+	case IB_WR_LOCAL_INV:
+	case IB_WR_SEND_WITH_INV:
+		wqe->imm_data = wr->ex.invalidate_rkey;
 		break;
 	default:
 		if (softmr_qp_datagram(qp)) {

@@ -125,7 +125,7 @@ static void softmr_mr_publish(struct softmr_mr *mr)
  * @key: the key
  *
  * Return: the MR with a reference held (softmr_mr_put()), or NULL when no
- * registered MR has exactly this key.
+ * registered MR has exactly this key now (struct softmr_mr: @key).
  */
 struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
 {
@@ -133,7 +133,9 @@ struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_xa, key >> SOFTMR_MR_KEY_BITS);
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->users)))
+	/* acquire: a fast registration's fields before its key */
+	if (mr && (smp_load_acquire(&mr->key) != key ||
+		   !refcount_inc_not_zero(&mr->users)))
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
@@ -181,6 +183,9 @@ static void softmr_mr_release(struct softmr_mr *mr)
 		break;
 	case SOFTMR_MR_DMABUF:
 		softmr_dmabuf_release(mr);
+		break;
+	case SOFTMR_MR_FRMR:
+		softmr_frmr_free(mr);
 		break;
 	case SOFTMR_MR_DMA:
 	case SOFTMR_MR_DM:
@@ -248,6 +253,9 @@ int softmr_mr_commit(struct softmr_mr *mr)
 		softmr_mr_abort(mr);
 		return err;
 	}
+	/* a fast-registration MR is reached only after its first REG_MR */
+	if (mr->kind != SOFTMR_MR_FRMR)
+		mr->key = mr->ibmr.lkey;
 	softmr_mr_publish(mr);
 	return 0;
 }

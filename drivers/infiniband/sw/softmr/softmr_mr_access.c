@@ -4,8 +4,8 @@
  * later dma-buf and device memory users) reach the memory behind an MR.
  * It checks bounds and permissions and handles every MR kind: pinned pages,
  * ODP (faulted in and held valid against invalidation while copied), the
- * children of implicit ODP MRs, kernel DMA addresses, device memory and
- * dma-buf imports.
+ * children of implicit ODP MRs, kernel DMA addresses, device memory,
+ * dma-buf imports and fast registrations.
  */
 
 #include <linux/dma-direct.h>
@@ -92,6 +92,25 @@ static int softmr_dma_copy(struct softmr_mr *mr, u64 iova, void *buf,
 	return 0;
 }
 
+/* Fast-registration MR: through its registered page list. */
+static int softmr_frmr_copy(struct softmr_mr *mr, u64 iova, void *buf,
+			    u64 len, enum softmr_copy_dir dir)
+{
+	while (len) {
+		unsigned int pofs;
+		struct page *page = softmr_frmr_page(mr, iova, &pofs);
+		size_t n = min_t(u64, len, PAGE_SIZE - pofs);
+
+		if (!page)
+			return -EFAULT;
+		softmr_copy_page(page, pofs, buf, n, dir);
+		iova += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
 /* dma-buf MR: through the exporter's vmap, under its dma_resv lock. */
 static int softmr_dmabuf_copy(struct softmr_mr *mr, u64 iova, void *buf,
 			      u64 len, enum softmr_copy_dir dir)
@@ -150,6 +169,8 @@ int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		return softmr_dma_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_DMABUF:
 		return softmr_dmabuf_copy(mr, iova, buf, len, dir);
+	case SOFTMR_MR_FRMR:
+		return softmr_frmr_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_DM:
 		if (dir == SOFTMR_TO_MR)
 			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);

@@ -63,6 +63,7 @@ static const char *const softmr_mr_kind_names[] = {
 	[SOFTMR_MR_IMPLICIT] = "implicit",
 	[SOFTMR_MR_DM] = "dm",
 	[SOFTMR_MR_DMABUF] = "dmabuf",
+	[SOFTMR_MR_FRMR] = "frmr",
 };
 
 /**

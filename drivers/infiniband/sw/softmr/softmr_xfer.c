@@ -126,6 +126,8 @@ static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
 		return virt_to_page(p);
 	case SOFTMR_MR_DMABUF:
 		return softmr_dmabuf_page(mr, iova, pofs);
+	case SOFTMR_MR_FRMR:
+		return softmr_frmr_page(mr, iova, pofs);
 	case SOFTMR_MR_DMA:
 		phys = dma_to_phys(mr->sdev->ibdev.dma_device, iova);
 		if (!pfn_valid(PHYS_PFN(phys)))
