@@ -527,6 +527,8 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 		softmr_responder_error(peer, true, wr_id, IB_WC_LOC_PROT_ERR);
 		return IB_WC_REM_ACCESS_ERR;
 	}
+	if (req->wqe->opcode == IB_WR_SEND_WITH_INV)
+		softmr_count(peer->sdev, SOFTMR_CNT_REMOTE_INVS, 1);
 	softmr_recv_complete(peer, wr_id, IB_WC_SUCCESS,
 			     is_send ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM,
 			     need ? (u32)need : (u32)req->len, req);
@@ -924,6 +926,20 @@ static void softmr_send_complete(struct softmr_qp *qp,
 	softmr_cq_post(to_scq(qp->ibqp.send_cq), &wc, &qp->ibqp, false);
 }
 
+/* REG_MR and LOCAL_INV: done here, no peer. */
+static enum ib_wc_status softmr_local_op(struct softmr_qp *qp,
+					 const struct softmr_send_wqe *wqe)
+{
+	enum ib_wc_status st;
+
+	if (wqe->opcode == IB_WR_REG_MR)
+		return softmr_frmr_reg(qp, wqe);
+	st = softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd, wqe->imm_data);
+	if (st == IB_WC_SUCCESS)
+		softmr_count(qp->sdev, SOFTMR_CNT_LOCAL_INVS, 1);
+	return st;
+}
+
 /*
  * Execute one WQE copy.
  * Return: an ib_wc_status, SOFTMR_RNR or SOFTMR_STOP.
@@ -941,10 +957,7 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	req->local.num = 0;
 	st = softmr_req_prepare(req);
 	if (st == IB_WC_SUCCESS && softmr_opcode_local(wqe->opcode))
-		return wqe->opcode == IB_WR_REG_MR ?
-		       softmr_frmr_reg(qp, wqe) :
-		       softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd,
-					      wqe->imm_data);
+		return softmr_local_op(qp, wqe);
 	if (st == IB_WC_SUCCESS && !req->inl)
 		req->len = req->local.len;
 	if (st == IB_WC_SUCCESS)

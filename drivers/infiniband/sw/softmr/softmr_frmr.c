@@ -175,6 +175,7 @@ enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 	WRITE_ONCE(mr->access, access);
 	/* the registration before the key that reaches it */
 	smp_store_release(&mr->key, key);
+	softmr_count(qp->sdev, SOFTMR_CNT_FAST_REGS, 1);
 out:
 	spin_unlock(&f->lock);
 	softmr_mr_put(mr);

@@ -33,6 +33,9 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_DMABUF_MRS].name = "dmabuf_mrs",
 	[SOFTMR_CNT_DMABUF_MOVES].name = "dmabuf_moves",
 	[SOFTMR_CNT_DMABUF_REMAPS].name = "dmabuf_remaps",
+	[SOFTMR_CNT_FAST_REGS].name = "fast_registrations",
+	[SOFTMR_CNT_LOCAL_INVS].name = "local_invalidations",
+	[SOFTMR_CNT_REMOTE_INVS].name = "remote_invalidations",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
