@@ -189,7 +189,7 @@ static void softmr_test_frmr_write_read_inv(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, frmr_post_inv(c, IB_WR_LOCAL_INV, old ^ 1, 0, 0,
 					    0, 3), 0);
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, c, &wc));
-	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_LOC_PROT_ERR);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_MW_BIND_ERR);
 	KUNIT_EXPECT_EQ(test, softmr_eng_state(c), IB_QPS_ERR);
 
 	/* ...and another QP's LOCAL_INV with the current key works */
@@ -199,6 +199,11 @@ static void softmr_test_frmr_write_read_inv(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, c, &wc));
 	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
 	KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_LOCAL_INV);
+	/* invalidating an invalid MR with its last key is no error */
+	KUNIT_ASSERT_EQ(test, frmr_post_inv(c, IB_WR_LOCAL_INV, old, 0, 0, 0,
+					    6), 0);
+	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, c, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
 
 	/* the invalidated rkey reaches nothing: the pages stay as they were */
 	softmr_eng_fill(e->abuf, SOFTMR_ENG_BUF, 9);
@@ -250,9 +255,9 @@ static void softmr_test_frmr_send_with_inv(struct kunit *test)
 					    e->adma, e->pd->local_dma_lkey, 64,
 					    24), 0);
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->b, &wc));
-	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_LOC_PROT_ERR);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_REM_INV_REQ_ERR);
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
-	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_REM_ACCESS_ERR);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_REM_INV_REQ_ERR);
 }
 
 static void softmr_test_frmr_reg_errors(struct kunit *test)
@@ -321,15 +326,63 @@ static void softmr_test_frmr_other_pd(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, frmr_post_reg(e->a, b->mr, b->mr->rkey, FRMR_RW,
 					    40), 0);
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
-	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_LOC_PROT_ERR);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_MW_BIND_ERR);
 	/* nor invalidate it */
 	KUNIT_ASSERT_EQ(test, frmr_post_inv(e->b, IB_WR_LOCAL_INV, b->mr->rkey,
 					    0, 0, 0, 41), 0);
 	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->b, &wc));
-	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_LOC_PROT_ERR);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_MW_BIND_ERR);
 	ib_dereg_mr(b->mr);
 	b->mr = NULL;
 	ib_dealloc_pd(pd2);
+}
+
+/*
+ * A data mover that found the MR by a key which was invalidated, or
+ * invalidated and registered anew, before it copies reaches nothing: the
+ * key is checked again, under the registration's lock, for every piece.
+ */
+static void softmr_test_frmr_stale_key(struct kunit *test)
+{
+	struct softmr_eng_env *e = softmr_eng_env(test, "softmr_kt94", 7);
+	struct frmr_buf *b = frmr_buf(test, e, e->pd, 4);
+	struct softmr_mr *mr = to_smr(b->mr), *src;
+	u8 data[64] = { 1, 2, 3 }, back[64];
+	u32 k1, k2;
+
+	src = softmr_mr_get(e->sdev, e->pd->unsafe_global_rkey);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	frmr_register(test, e, e->b, b, FRMR_RW);
+	k1 = b->mr->rkey;
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k1, b->mr->iova, data, 64,
+						 SOFTMR_TO_MR, 0), 0);
+	KUNIT_EXPECT_TRUE(test, softmr_frmr_invalidate(e->sdev, e->pd, k1));
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k1, b->mr->iova, back, 64,
+						 SOFTMR_FROM_MR, 0), -EFAULT);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(mr, k1, b->mr->iova, src,
+						 src->key, e->adma, 64),
+			-ENXIO);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(src, src->key, e->adma, mr,
+						 k1, b->mr->iova, 64),
+			-EFAULT);
+
+	/* registered again: the new key works, the old one still does not */
+	frmr_register(test, e, e->b, b, FRMR_RW);
+	k2 = b->mr->rkey;
+	KUNIT_EXPECT_NE(test, k1, k2);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k1, b->mr->iova, back, 64,
+						 SOFTMR_FROM_MR, 0), -EFAULT);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k2, b->mr->iova, back, 64,
+						 SOFTMR_FROM_MR, 0), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(back, data, 64), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_atomic_key(mr, k1, b->mr->iova, false,
+						   1, 0, (u64 *)back),
+			-EFAULT);
+	/* an access past the registration's end, through the valid key */
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k2, b->mr->iova +
+						 FRMR_LEN - 8, back, 16,
+						 SOFTMR_FROM_MR, 0), -EFAULT);
+	softmr_mr_put(src);
 }
 
 static struct kunit_case softmr_frmr_cases[] = {
@@ -337,6 +390,7 @@ static struct kunit_case softmr_frmr_cases[] = {
 	KUNIT_CASE(softmr_test_frmr_send_with_inv),
 	KUNIT_CASE(softmr_test_frmr_reg_errors),
 	KUNIT_CASE(softmr_test_frmr_other_pd),
+	KUNIT_CASE(softmr_test_frmr_stale_key),
 	{}
 };
 

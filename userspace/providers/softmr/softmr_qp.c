@@ -270,6 +270,8 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	/* invalidates a kernel consumer's fast registration at the peer */
+	case IBV_WR_SEND_WITH_INV:
 		return qp->vqp.qp.qp_type == IBV_QPT_RC;
 	default:
 		return false;

@@ -17,6 +17,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/refcount.h>
+#include <linux/rwsem.h>
 #include <linux/xarray.h>
 #include <linux/netdevice.h>
 #include <linux/platform_device.h>
@@ -211,11 +212,16 @@ enum softmr_mr_kind {
  * @page_shift: log2 of the registered page size
  * @first: offset of the registered first byte in @pages[0]
  * @max_pages: room in each list (alloc_mr's max_num_sg)
- * @lock: REG_MR and invalidations of this MR against each other
+ * @key: the key of the last registration (at first the MR's lkey): what
+ *	LOCAL_INV and SEND_WITH_INV must name, valid or not
+ * @rwsem: written by REG_MR and invalidations; read by data movers over
+ *	each piece they copy, after checking that the MR's key is still the
+ *	one their access started with
  *
  * The registration (@pages, @npages, @page_shift, @first and the MR's
  * iova, length and access) changes only while the MR is invalid (its key
- * is 0); data movers bound every index by @max_pages.
+ * is 0) and under @rwsem: an invalidation that completed has waited for
+ * every copy through the old key, and none starts after it.
  */
 struct softmr_frmr {
 	u64 *map;
@@ -227,7 +233,8 @@ struct softmr_frmr {
 	u32 page_shift;
 	u32 first;
 	u32 max_pages;
-	spinlock_t lock;	/* see above */
+	u32 key;
+	struct rw_semaphore rwsem;
 };
 
 /**
@@ -564,6 +571,7 @@ struct softmr_odp_child;
 /**
  * struct softmr_span - part of an MR held accessible for a transfer
  * @mr: the MR
+ * @key: the key the access found @mr by (checked again for fast registrations)
  * @odp: ODP: the umem whose umem_mutex guards the pages, else NULL
  * @child: implicit ODP: the child in use
  * @va_off: ODP: user virtual address minus iova
@@ -571,6 +579,7 @@ struct softmr_odp_child;
  */
 struct softmr_span {
 	struct softmr_mr *mr;
+	u32 key;
 	struct ib_umem_odp *odp;
 	struct softmr_odp_child *child;
 	u64 va_off;
@@ -646,10 +655,12 @@ int softmr_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
 void softmr_frmr_free(struct softmr_mr *mr);
 enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 				  const struct softmr_send_wqe *wqe);
-enum ib_wc_status softmr_frmr_invalidate(struct softmr_dev *sdev,
-					 struct ib_pd *ibpd, u32 key);
+bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
+			    u32 key);
+bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int subclass);
+void softmr_frmr_unlock(struct softmr_mr *mr);
 struct page *softmr_frmr_page(struct softmr_mr *mr, u64 iova,
-			      unsigned int *pofs);
+			      unsigned int *pofs, u32 *avail);
 
 /* softmr_wq.c: work queue rings shared by QPs and SRQs */
 int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
@@ -734,10 +745,26 @@ struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
 				       const union ib_gid *dgid, u32 qpn);
 
 /* softmr_xfer.c: MR to MR copies and atomics */
-int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
-		   u64 siova, u64 len);
-int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
-		     u64 compare_add, u64 swap, u64 *orig);
+int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, u64 diova,
+		       struct softmr_mr *src, u32 skey, u64 siova, u64 len);
+int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
+			 bool cmp_swap, u64 compare_add, u64 swap, u64 *orig);
+
+/* The same with the MRs' current keys (callers that hold the MRs). */
+static inline int softmr_mr_xfer(struct softmr_mr *dst, u64 diova,
+				 struct softmr_mr *src, u64 siova, u64 len)
+{
+	return softmr_mr_xfer_key(dst, READ_ONCE(dst->key), diova, src,
+				  READ_ONCE(src->key), siova, len);
+}
+
+static inline int softmr_mr_atomic(struct softmr_mr *mr, u64 iova,
+				   bool cmp_swap, u64 compare_add, u64 swap,
+				   u64 *orig)
+{
+	return softmr_mr_atomic_key(mr, READ_ONCE(mr->key), iova, cmp_swap,
+				    compare_add, swap, orig);
+}
 
 /* softmr_dm.c: device memory */
 extern const struct uapi_definition softmr_dm_defs[];
@@ -757,8 +784,15 @@ int softmr_mr_commit(struct softmr_mr *mr);
 
 /* softmr_mr_access.c: the one way data movers reach MR memory */
 int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access);
-int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
-		   enum softmr_copy_dir dir, int access);
+int softmr_mr_copy_key(struct softmr_mr *mr, u32 key, u64 iova, void *buf,
+		       u64 len, enum softmr_copy_dir dir, int access);
+
+static inline int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf,
+				 u64 len, enum softmr_copy_dir dir, int access)
+{
+	return softmr_mr_copy_key(mr, READ_ONCE(mr->key), iova, buf, len, dir,
+				  access);
+}
 
 /* softmr_odp.c: on-demand paging, implicit children, advise_mr */
 extern const struct mmu_interval_notifier_ops softmr_odp_ops;

@@ -157,8 +157,9 @@ static int softmr_cursor_copy(const struct softmr_req *req,
 				return -EINTR;
 		}
 		if (buf) {
-			err = softmr_mr_copy(dmr, diova, (void *)buf, n,
-					     SOFTMR_TO_MR, daccess);
+			err = softmr_mr_copy_key(dmr, d->sgl->sge[d->i].lkey,
+						 diova, (void *)buf, n,
+						 SOFTMR_TO_MR, daccess);
 			if (err)
 				return -ENXIO;
 			buf += n;
@@ -172,7 +173,10 @@ static int softmr_cursor_copy(const struct softmr_req *req,
 			smr = s->sgl->mr[s->i];
 			siova = s->sgl->sge[s->i].addr + s->off;
 			n = min_t(u64, n, s->sgl->sge[s->i].length - s->off);
-			err = softmr_mr_xfer(dmr, diova, smr, siova, n);
+			err = softmr_mr_xfer_key(dmr, d->sgl->sge[d->i].lkey,
+						 diova, smr,
+						 s->sgl->sge[s->i].lkey, siova,
+						 n);
 			if (err)
 				return err;
 			s->off += n;
@@ -522,10 +526,12 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	}
 	/* SEND_WITH_INV (RC): the responder's MR with that rkey, or an error */
 	if (req->wqe->opcode == IB_WR_SEND_WITH_INV &&
-	    softmr_frmr_invalidate(peer->sdev, peer->ibqp.pd,
-				   req->wqe->imm_data)) {
-		softmr_responder_error(peer, true, wr_id, IB_WC_LOC_PROT_ERR);
-		return IB_WC_REM_ACCESS_ERR;
+	    !softmr_frmr_invalidate(peer->sdev, peer->ibqp.pd,
+				    req->wqe->imm_data)) {
+		/* an invalid request (class J) at both ends */
+		softmr_responder_error(peer, true, wr_id,
+				       IB_WC_REM_INV_REQ_ERR);
+		return IB_WC_REM_INV_REQ_ERR;
 	}
 	if (req->wqe->opcode == IB_WR_SEND_WITH_INV)
 		softmr_count(peer->sdev, SOFTMR_CNT_REMOTE_INVS, 1);
@@ -584,6 +590,7 @@ static enum ib_wc_status softmr_remote_sgl(struct softmr_req *req, int access,
 	remote->mr[0] = mr;
 	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
 	remote->sge[0].length = req->len;
+	remote->sge[0].lkey = wqe->wr.rdma.rkey;	/* checked on each piece */
 	*out = remote;
 	return IB_WC_SUCCESS;
 }
@@ -665,10 +672,10 @@ static int softmr_do_atomic(struct softmr_req *req)
 		softmr_responder_error(req->peer, false, 0, st);
 		return st;
 	}
-	err = softmr_mr_atomic(mr, addr,
-			       wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP,
-			       wqe->wr.atomic.compare_add,
-			       wqe->wr.atomic.swap, &orig);
+	err = softmr_mr_atomic_key(mr, wqe->wr.atomic.rkey, addr,
+				   wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP,
+				   wqe->wr.atomic.compare_add,
+				   wqe->wr.atomic.swap, &orig);
 	softmr_mr_put(mr);
 	if (err) {
 		st = err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
@@ -676,8 +683,9 @@ static int softmr_do_atomic(struct softmr_req *req)
 		softmr_responder_error(req->peer, false, 0, st);
 		return st;
 	}
-	if (softmr_mr_copy(req->local.mr[0], req->local.sge[0].addr, &orig,
-			   sizeof(orig), SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE))
+	if (softmr_mr_copy_key(req->local.mr[0], req->local.sge[0].lkey,
+			       req->local.sge[0].addr, &orig, sizeof(orig),
+			       SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE))
 		return IB_WC_LOC_PROT_ERR;
 	return IB_WC_SUCCESS;
 }
@@ -930,14 +938,12 @@ static void softmr_send_complete(struct softmr_qp *qp,
 static enum ib_wc_status softmr_local_op(struct softmr_qp *qp,
 					 const struct softmr_send_wqe *wqe)
 {
-	enum ib_wc_status st;
-
 	if (wqe->opcode == IB_WR_REG_MR)
 		return softmr_frmr_reg(qp, wqe);
-	st = softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd, wqe->imm_data);
-	if (st == IB_WC_SUCCESS)
-		softmr_count(qp->sdev, SOFTMR_CNT_LOCAL_INVS, 1);
-	return st;
+	if (!softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd, wqe->imm_data))
+		return IB_WC_MW_BIND_ERR;
+	softmr_count(qp->sdev, SOFTMR_CNT_LOCAL_INVS, 1);
+	return IB_WC_SUCCESS;
 }
 
 /*

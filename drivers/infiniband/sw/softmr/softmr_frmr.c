@@ -8,11 +8,15 @@
  * and IB_WR_LOCAL_INV or a SEND_WITH_INV from the peer invalidates it.
  *
  * The registration changes only while the MR is invalid, under the MR's
- * frmr lock; REG_MR on a valid MR, a key with another index, another PD
- * or an invalidation with a key that is not the current one fail with the
- * errors the IB spec gives, and leave the MR as it was.  Data movers find
- * the MR by its current key (softmr_mr_get()) and translate through
- * softmr_frmr_page(), which bounds every index by the list's size.
+ * rwsem held for writing; REG_MR on a valid MR, a key with another index,
+ * another PD, or an invalidation naming another key fail with a memory
+ * management operation error and leave the MR as it was.  Data movers find
+ * the MR by its current key (softmr_mr_get()), then copy piece by piece
+ * under the rwsem held for reading (softmr_frmr_lock()), each time checking
+ * that the key is still the one their access started with and translating
+ * within the registration (softmr_frmr_page()).  So once an invalidation
+ * completes, no copy through the old key is running or can start: the ULP
+ * may unmap and free the pages.
  */
 
 #include <linux/dma-direct.h>
@@ -53,14 +57,17 @@ struct ib_mr *softmr_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		f->max_pages = max_num_sg;
 		f->map = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
 		f->pages = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
-		spin_lock_init(&f->lock);
+		init_rwsem(&f->rwsem);
 	}
 	if (!f || !f->map || !f->pages) {
 		softmr_mr_abort(mr);
 		return ERR_PTR(-ENOMEM);
 	}
 	err = softmr_mr_commit(mr);
-	return err ? ERR_PTR(err) : &mr->ibmr;
+	if (err)
+		return ERR_PTR(err);
+	f->key = mr->ibmr.lkey;
+	return &mr->ibmr;
 }
 
 /* Free the page lists (softmr_mr_release()). */
@@ -132,52 +139,56 @@ static struct softmr_mr *softmr_frmr_by_index(struct softmr_dev *sdev,
  * @qp: the QP; its PD must be the MR's
  * @wqe: the WQE copy (wr.reg)
  *
- * Return: IB_WC_SUCCESS; IB_WC_LOC_PROT_ERR for an MR of another PD or
- * kind, or access flags the MR cannot have; IB_WC_MW_BIND_ERR for a valid
- * MR, a key of another index, or a registration beyond the page list.
+ * Return: IB_WC_SUCCESS, or IB_WC_MW_BIND_ERR (a memory management
+ * operation error) for an MR of another PD or kind, access flags the MR
+ * cannot have, a valid MR, a key of another index, or a registration
+ * beyond the mapped page list.
  */
 enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 				  const struct softmr_send_wqe *wqe)
 {
 	u32 index = wqe->wr.reg.mr_index, key = wqe->wr.reg.key;
 	int access = wqe->wr.reg.access;
-	enum ib_wc_status st = IB_WC_SUCCESS;
+	enum ib_wc_status st = IB_WC_MW_BIND_ERR;
 	struct softmr_frmr *f;
 	struct softmr_mr *mr;
-	u64 span, end;
+	u32 n, shift, first;
+	u64 end;
 
 	mr = softmr_frmr_by_index(qp->sdev, index);
 	if (!mr)
-		return IB_WC_LOC_PROT_ERR;
+		return st;
 	if (mr->kind != SOFTMR_MR_FRMR || mr->ibmr.pd != qp->ibqp.pd ||
 	    softmr_check_access_flags(access) ||
-	    (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED))) {
-		softmr_mr_put(mr);
-		return IB_WC_LOC_PROT_ERR;
-	}
+	    (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED)) ||
+	    key >> SOFTMR_MR_KEY_BITS != index)
+		goto put;
 	f = mr->frmr;
-	spin_lock(&f->lock);
-	/* the list must cover [iova, iova + length) from its first byte */
-	span = (u64)f->map_n << f->map_shift;
-	if (READ_ONCE(mr->key) || key >> SOFTMR_MR_KEY_BITS != index ||
-	    !wqe->wr.reg.length || !f->map_n ||
-	    check_add_overflow((u64)f->map_first, wqe->wr.reg.length, &end) ||
-	    end > span) {
-		st = IB_WC_MW_BIND_ERR;
-		goto out;
-	}
-	memcpy(f->pages, f->map, f->map_n * sizeof(u64));
-	f->npages = f->map_n;
-	f->page_shift = f->map_shift;
-	f->first = f->map_first;
+	down_write(&f->rwsem);
+	/* what map_mr_sg built, read once: the ULP may be mapping again */
+	n = min(READ_ONCE(f->map_n), f->max_pages);
+	shift = READ_ONCE(f->map_shift);
+	first = READ_ONCE(f->map_first);
+	if (READ_ONCE(mr->key) || !n || shift < 12 || shift > 30 ||
+	    !wqe->wr.reg.length ||
+	    check_add_overflow((u64)first, wqe->wr.reg.length, &end) ||
+	    end > (u64)n << shift)
+		goto unlock;
+	memcpy(f->pages, f->map, n * sizeof(u64));
+	f->npages = n;
+	f->page_shift = shift;
+	f->first = first;
 	WRITE_ONCE(mr->iova, wqe->wr.reg.iova);
 	WRITE_ONCE(mr->length, wqe->wr.reg.length);
 	WRITE_ONCE(mr->access, access);
+	f->key = key;
 	/* the registration before the key that reaches it */
 	smp_store_release(&mr->key, key);
 	softmr_count(qp->sdev, SOFTMR_CNT_FAST_REGS, 1);
-out:
-	spin_unlock(&f->lock);
+	st = IB_WC_SUCCESS;
+unlock:
+	up_write(&f->rwsem);
+put:
 	softmr_mr_put(mr);
 	return st;
 }
@@ -186,63 +197,91 @@ out:
  * softmr_frmr_invalidate() - invalidate a fast-registration MR by its key
  * @sdev: the device of the QP that invalidates (locally or remotely)
  * @ibpd: that QP's PD
- * @key: the MR's current key
+ * @key: the key of the MR's last registration (it may be invalid already)
  *
- * Data movers that found the MR before keep their reference and finish.
+ * Waits for the copies through the key that are running (each holds the
+ * rwsem for one piece); none starts after this returns.
  *
- * Return: IB_WC_SUCCESS, or IB_WC_LOC_PROT_ERR when no valid
- * fast-registration MR of @ibpd has @key.
+ * Return: true, or false when no fast-registration MR of @ibpd has @key.
  */
-enum ib_wc_status softmr_frmr_invalidate(struct softmr_dev *sdev,
-					 struct ib_pd *ibpd, u32 key)
+bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
+			    u32 key)
 {
-	enum ib_wc_status st = IB_WC_LOC_PROT_ERR;
 	struct softmr_mr *mr;
+	bool ok = false;
 
 	mr = softmr_frmr_by_index(sdev, key >> SOFTMR_MR_KEY_BITS);
 	if (!mr)
-		return st;
+		return false;
 	if (mr->kind == SOFTMR_MR_FRMR && mr->ibmr.pd == ibpd) {
-		spin_lock(&mr->frmr->lock);
-		if (READ_ONCE(mr->key) == key) {
+		down_write(&mr->frmr->rwsem);
+		if (mr->frmr->key == key) {
 			WRITE_ONCE(mr->key, 0);
-			st = IB_WC_SUCCESS;
+			ok = true;
 		}
-		spin_unlock(&mr->frmr->lock);
+		up_write(&mr->frmr->rwsem);
 	}
 	softmr_mr_put(mr);
-	return st;
+	return ok;
+}
+
+/**
+ * softmr_frmr_lock() - hold a fast-registration MR's registration
+ * @mr: the MR, referenced
+ * @key: the key the access started with
+ * @subclass: lockdep subclass (0, or SINGLE_DEPTH_NESTING for a second MR)
+ *
+ * Return: true with the registration held for reading (softmr_frmr_unlock()),
+ * false (nothing held) when @key no longer reaches the MR.
+ */
+bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int subclass)
+{
+	down_read_nested(&mr->frmr->rwsem, subclass);
+	if (key && READ_ONCE(mr->key) == key)
+		return true;
+	up_read(&mr->frmr->rwsem);
+	return false;
+}
+
+/**
+ * softmr_frmr_unlock() - let go of softmr_frmr_lock()
+ * @mr: the MR
+ */
+void softmr_frmr_unlock(struct softmr_mr *mr)
+{
+	up_read(&mr->frmr->rwsem);
 }
 
 /**
  * softmr_frmr_page() - the page behind @iova of a fast-registration MR
- * @mr: the MR, referenced, @iova checked against its range
+ * @mr: the MR, held by softmr_frmr_lock()
  * @iova: the address
  * @pofs: set to @iova's offset in the returned page
+ * @avail: set to the bytes from @iova that the page, the registration's
+ *	page (which may be smaller than PAGE_SIZE) and the MR all hold
  *
  * Return: the page, or NULL when @iova is not in the registration or its
  * DMA address is not memory.
  */
 struct page *softmr_frmr_page(struct softmr_mr *mr, u64 iova,
-			      unsigned int *pofs)
+			      unsigned int *pofs, u32 *avail)
 {
 	struct softmr_frmr *f = mr->frmr;
-	u32 shift = READ_ONCE(f->page_shift);
-	u32 n = min(READ_ONCE(f->npages), f->max_pages);
+	u64 rel = iova - mr->iova, off, in_frag;
 	phys_addr_t phys;
-	u64 off, idx;
 
-	if (shift < 12 || shift > 30)
+	if (iova < mr->iova || rel >= mr->length)
 		return NULL;
-	off = iova - READ_ONCE(mr->iova) + READ_ONCE(f->first);
-	idx = off >> shift;
-	if (idx >= n)
+	off = rel + f->first;
+	if ((off >> f->page_shift) >= f->npages)
 		return NULL;
+	in_frag = BIT_ULL(f->page_shift) - (off & (BIT_ULL(f->page_shift) - 1));
 	phys = dma_to_phys(mr->sdev->ibdev.dma_device,
-			   READ_ONCE(f->pages[idx]) +
-			   (off & (BIT_ULL(shift) - 1)));
+			   f->pages[off >> f->page_shift] +
+			   (off & (BIT_ULL(f->page_shift) - 1)));
 	if (!pfn_valid(PHYS_PFN(phys)))
 		return NULL;
 	*pofs = offset_in_page(phys);
+	*avail = min3(PAGE_SIZE - *pofs, in_frag, mr->length - rel);
 	return pfn_to_page(PHYS_PFN(phys));
 }

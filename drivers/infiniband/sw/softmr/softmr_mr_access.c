@@ -26,16 +26,19 @@
  */
 int softmr_mr_check(struct softmr_mr *mr, u64 iova, u64 len, int access)
 {
-	u64 end, mr_end;
+	u64 end, mr_end, mr_iova, mr_len;
 
 	if ((READ_ONCE(mr->access) & access) != access)
 		return -EACCES;
 	if (!len)
 		return 0;
-	if (!mr->length || check_add_overflow(iova, len - 1, &end))
+	/* a fast registration's may change: copies check again, held */
+	mr_iova = READ_ONCE(mr->iova);
+	mr_len = READ_ONCE(mr->length);
+	if (!mr_len || check_add_overflow(iova, len - 1, &end))
 		return -EFAULT;
-	mr_end = mr->iova + (mr->length - 1);	/* length >= 1 */
-	if (iova < mr->iova || end > mr_end)
+	mr_end = mr_iova + (mr_len - 1);	/* length >= 1 */
+	if (iova < mr_iova || end > mr_end)
 		return -EFAULT;
 	return 0;
 }
@@ -92,23 +95,35 @@ static int softmr_dma_copy(struct softmr_mr *mr, u64 iova, void *buf,
 	return 0;
 }
 
-/* Fast-registration MR: through its registered page list. */
-static int softmr_frmr_copy(struct softmr_mr *mr, u64 iova, void *buf,
-			    u64 len, enum softmr_copy_dir dir)
+/*
+ * Fast-registration MR: through its registered page list, held under the
+ * key the access started with.
+ */
+static int softmr_frmr_copy(struct softmr_mr *mr, u32 key, u64 iova,
+			    void *buf, u64 len, enum softmr_copy_dir dir)
 {
+	int err = 0;
+
+	if (!softmr_frmr_lock(mr, key, 0))
+		return -EFAULT;
 	while (len) {
 		unsigned int pofs;
-		struct page *page = softmr_frmr_page(mr, iova, &pofs);
-		size_t n = min_t(u64, len, PAGE_SIZE - pofs);
+		u32 avail;
+		struct page *page = softmr_frmr_page(mr, iova, &pofs, &avail);
+		size_t n;
 
-		if (!page)
-			return -EFAULT;
+		if (!page) {
+			err = -EFAULT;
+			break;
+		}
+		n = min_t(u64, len, avail);
 		softmr_copy_page(page, pofs, buf, n, dir);
 		iova += n;
 		buf += n;
 		len -= n;
 	}
-	return 0;
+	softmr_frmr_unlock(mr);
+	return err;
 }
 
 /* dma-buf MR: through the exporter's vmap, under its dma_resv lock. */
@@ -134,8 +149,9 @@ static int softmr_dmabuf_copy(struct softmr_mr *mr, u64 iova, void *buf,
 }
 
 /**
- * softmr_mr_copy() - copy between an MR and a kernel buffer
+ * softmr_mr_copy_key() - copy between an MR and a kernel buffer
  * @mr: the MR, referenced by the caller
+ * @key: the key @mr was found by (a fast registration must still have it)
  * @iova: first byte in the MR
  * @buf: kernel buffer
  * @len: bytes to copy
@@ -146,8 +162,8 @@ static int softmr_dmabuf_copy(struct softmr_mr *mr, u64 iova, void *buf,
  * Return: 0, -EFAULT outside the MR or for unmapped ODP memory, -EACCES
  * without the needed permission, or another negative errno from faulting.
  */
-int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
-		   enum softmr_copy_dir dir, int access)
+int softmr_mr_copy_key(struct softmr_mr *mr, u32 key, u64 iova, void *buf,
+		       u64 len, enum softmr_copy_dir dir, int access)
 {
 	int err;
 
@@ -170,7 +186,7 @@ int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 	case SOFTMR_MR_DMABUF:
 		return softmr_dmabuf_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_FRMR:
-		return softmr_frmr_copy(mr, iova, buf, len, dir);
+		return softmr_frmr_copy(mr, key, iova, buf, len, dir);
 	case SOFTMR_MR_DM:
 		if (dir == SOFTMR_TO_MR)
 			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);

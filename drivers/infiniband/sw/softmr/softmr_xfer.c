@@ -40,10 +40,11 @@ static bool softmr_mr_is_odp(struct softmr_mr *mr)
 }
 
 static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
-			   u64 iova, u64 *len, bool write)
+			   u32 key, u64 iova, u64 *len, bool write)
 {
 	memset(s, 0, sizeof(*s));
 	s->mr = mr;
+	s->key = key;
 	if (!softmr_mr_is_odp(mr))
 		return 0;
 	return softmr_odp_span_get(s, iova, len, write);
@@ -59,8 +60,8 @@ static void softmr_span_put(struct softmr_span *s)
  * Lock the ODP spans among @a and @b for [ai, ai + n) and [bi, bi + n).
  * Return: 0 with them held, -EAGAIN (nothing held) to fault again.
  */
-static int softmr_spans_lock(struct softmr_span *a, u64 ai,
-			     struct softmr_span *b, u64 bi, u64 n)
+static int softmr_odp_spans_lock(struct softmr_span *a, u64 ai,
+				 struct softmr_span *b, u64 bi, u64 n)
 {
 	struct softmr_span *first = a, *second = b;
 	u64 fi = ai, si = bi;
@@ -94,7 +95,8 @@ static int softmr_spans_lock(struct softmr_span *a, u64 ai,
 	return 0;
 }
 
-static void softmr_spans_unlock(struct softmr_span *a, struct softmr_span *b)
+static void softmr_odp_spans_unlock(struct softmr_span *a,
+				    struct softmr_span *b)
 {
 	if (a->odp)
 		mutex_unlock(&a->odp->umem_mutex);
@@ -102,40 +104,127 @@ static void softmr_spans_unlock(struct softmr_span *a, struct softmr_span *b)
 		mutex_unlock(&b->odp->umem_mutex);
 }
 
-/* The page behind @iova of a (locked) span, or NULL. */
+static bool softmr_span_frmr(const struct softmr_span *s)
+{
+	return s->mr && s->mr->kind == SOFTMR_MR_FRMR;
+}
+
+static void softmr_frmr_spans_unlock(struct softmr_span *a,
+				     struct softmr_span *b)
+{
+	if (softmr_span_frmr(a))
+		softmr_frmr_unlock(a->mr);
+	if (softmr_span_frmr(b) && b->mr != a->mr)
+		softmr_frmr_unlock(b->mr);
+}
+
+/*
+ * Hold the fast-registration MRs among @a and @b (in address order) and
+ * check that their keys are still the ones the access started with.
+ * Return: 0 with them held; -EFAULT (@a) or -ENXIO (@b) when a key was
+ * invalidated, nothing held.
+ */
+static int softmr_frmr_spans_lock(struct softmr_span *a, struct softmr_span *b)
+{
+	struct softmr_span *first = a, *second = b;
+
+	if (!softmr_span_frmr(a) || !softmr_span_frmr(b) || a->mr == b->mr) {
+		if (softmr_span_frmr(a) && !softmr_frmr_lock(a->mr, a->key, 0))
+			return -EFAULT;
+		if (softmr_span_frmr(b) && b->mr != a->mr &&
+		    !softmr_frmr_lock(b->mr, b->key, 0)) {
+			if (softmr_span_frmr(a))
+				softmr_frmr_unlock(a->mr);
+			return -ENXIO;
+		}
+		if (softmr_span_frmr(b) && b->mr == a->mr && b->key != a->key) {
+			softmr_frmr_unlock(a->mr);
+			return -ENXIO;
+		}
+		return 0;
+	}
+	if (a->mr > b->mr)
+		swap(first, second);
+	if (!softmr_frmr_lock(first->mr, first->key, 0))
+		return first == a ? -EFAULT : -ENXIO;
+	if (!softmr_frmr_lock(second->mr, second->key, SINGLE_DEPTH_NESTING)) {
+		softmr_frmr_unlock(first->mr);
+		return second == a ? -EFAULT : -ENXIO;
+	}
+	return 0;
+}
+
+/*
+ * Lock what a copy between @a and @b needs: the ODP spans (faulted), then
+ * the fast registrations.  Return: 0 with everything held, -EAGAIN to fault
+ * again, -EFAULT or -ENXIO when @a's or @b's key was invalidated.
+ */
+static int softmr_spans_lock(struct softmr_span *a, u64 ai,
+			     struct softmr_span *b, u64 bi, u64 n)
+{
+	int err = softmr_odp_spans_lock(a, ai, b, bi, n);
+
+	if (err)
+		return err;
+	err = softmr_frmr_spans_lock(a, b);
+	if (err)
+		softmr_odp_spans_unlock(a, b);
+	return err;
+}
+
+static void softmr_spans_unlock(struct softmr_span *a, struct softmr_span *b)
+{
+	softmr_frmr_spans_unlock(a, b);
+	softmr_odp_spans_unlock(a, b);
+}
+
+/*
+ * The page behind @iova of a (locked) span, or NULL; *@avail: the bytes
+ * from @iova that are contiguous there (to the page's end, or for a fast
+ * registration with pages smaller than PAGE_SIZE, to its page's end).
+ */
 static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
-				     unsigned int *pofs)
+				     unsigned int *pofs, u32 *avail)
 {
 	struct softmr_mr *mr = s->mr;
+	struct page *page = NULL;
 	phys_addr_t phys;
 	u64 off;
 	void *p;
 
+	*avail = 0;
 	switch (mr->kind) {
 	case SOFTMR_MR_PINNED:
 		off = iova - mr->iova + mr->page_offset;
 		*pofs = off & ~PAGE_MASK;
-		return mr->pages[off >> PAGE_SHIFT];
+		page = mr->pages[off >> PAGE_SHIFT];
+		break;
 	case SOFTMR_MR_ODP:
 	case SOFTMR_MR_IMPLICIT:
 		*pofs = offset_in_page(iova + s->va_off);
-		return softmr_odp_span_page(s, iova);
+		page = softmr_odp_span_page(s, iova);
+		break;
 	case SOFTMR_MR_DM:
 		p = mr->dm_kaddr + (iova - mr->iova);
 		*pofs = offset_in_page(p);
-		return virt_to_page(p);
+		page = virt_to_page(p);
+		break;
 	case SOFTMR_MR_DMABUF:
-		return softmr_dmabuf_page(mr, iova, pofs);
+		page = softmr_dmabuf_page(mr, iova, pofs);
+		break;
 	case SOFTMR_MR_FRMR:
-		return softmr_frmr_page(mr, iova, pofs);
+		return softmr_frmr_page(mr, iova, pofs, avail);
 	case SOFTMR_MR_DMA:
 		phys = dma_to_phys(mr->sdev->ibdev.dma_device, iova);
 		if (!pfn_valid(PHYS_PFN(phys)))
 			return NULL;
 		*pofs = offset_in_page(phys);
-		return pfn_to_page(PHYS_PFN(phys));
+		page = pfn_to_page(PHYS_PFN(phys));
+		break;
 	}
-	return NULL;
+	if (page)
+		*avail = PAGE_SIZE - *pofs;
+	return page;
 }
 
 static int softmr_copy_spans(struct softmr_span *d, u64 diova,
@@ -143,14 +232,15 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
 {
 	while (n) {
 		unsigned int so, dof;
-		struct page *sp = softmr_span_page(s, siova, &so);
-		struct page *dp = softmr_span_page(d, diova, &dof);
+		u32 sa, da;
+		struct page *sp = softmr_span_page(s, siova, &so, &sa);
+		struct page *dp = softmr_span_page(d, diova, &dof, &da);
 		size_t c;
 		void *src, *dst;
 
 		if (!sp || !dp)
 			return sp ? -ENXIO : -EFAULT;
-		c = min_t(u64, n, PAGE_SIZE - max(so, dof));
+		c = min3(n, (u64)sa, (u64)da);
 		src = kmap_local_page(sp);
 		dst = kmap_local_page(dp);
 		memcpy(dst + dof, src + so, c);
@@ -164,10 +254,12 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
 }
 
 /**
- * softmr_mr_xfer() - copy bytes from one MR to another
+ * softmr_mr_xfer_key() - copy bytes from one MR to another
  * @dst: destination MR, referenced; range and permission checked
+ * @dkey: the key @dst was found by (a fast registration must still have it)
  * @diova: first destination byte
  * @src: source MR, referenced; range and permission checked
+ * @skey: the key @src was found by
  * @siova: first source byte
  * @len: bytes
  *
@@ -178,8 +270,8 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
  * destination could not be written, -EINTR when the thread is being
  * killed.
  */
-int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
-		   u64 siova, u64 len)
+int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, u64 diova,
+		       struct softmr_mr *src, u32 skey, u64 siova, u64 len)
 {
 	unsigned int retries = 0;
 
@@ -189,10 +281,10 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 		struct ww_acquire_ctx ww;
 		int err;
 
-		err = softmr_span_get(&ss, src, siova, &n, false);
+		err = softmr_span_get(&ss, src, skey, siova, &n, false);
 		if (err)
 			return -EFAULT;
-		err = softmr_span_get(&ds, dst, diova, &n, true);
+		err = softmr_span_get(&ds, dst, dkey, diova, &n, true);
 		if (err) {
 			softmr_span_put(&ss);
 			return -ENXIO;
@@ -230,8 +322,9 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
 }
 
 /**
- * softmr_mr_atomic() - an 8-byte atomic operation on MR memory
+ * softmr_mr_atomic_key() - an 8-byte atomic operation on MR memory
  * @mr: the MR, referenced; range and permission checked
+ * @key: the key @mr was found by (a fast registration must still have it)
  * @iova: the 8 bytes, 8-byte aligned
  * @cmp_swap: true: compare-and-swap, false: fetch-and-add
  * @compare_add: the compare value, or the addend
@@ -243,14 +336,15 @@ int softmr_mr_xfer(struct softmr_mr *dst, u64 diova, struct softmr_mr *src,
  *
  * Return: 0, -EINVAL when the memory is not 8-byte aligned, -EFAULT.
  */
-int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
-		     u64 compare_add, u64 swap, u64 *orig)
+int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
+			 bool cmp_swap, u64 compare_add, u64 swap, u64 *orig)
 {
 	struct softmr_span s, none = {};
 	struct ww_acquire_ctx ww;
 	unsigned int pofs;
 	struct page *page;
 	unsigned int retries = 0;
+	u32 avail;
 	u64 n = sizeof(u64);
 	void *kaddr;
 	int err;
@@ -258,7 +352,7 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 	do {
 		if (retries++ > SOFTMR_XFER_RETRIES)
 			return -EFAULT;
-		err = softmr_span_get(&s, mr, iova, &n, true);
+		err = softmr_span_get(&s, mr, key, iova, &n, true);
 		if (err)
 			return err;
 		err = softmr_dmabuf_lock(mr, NULL, &ww);
@@ -272,9 +366,11 @@ int softmr_mr_atomic(struct softmr_mr *mr, u64 iova, bool cmp_swap,
 			softmr_span_put(&s);
 		}
 	} while (err == -EAGAIN);
+	if (err)	/* the key was invalidated: nothing is held */
+		return -EFAULT;
 
-	page = softmr_span_page(&s, iova, &pofs);
-	if (!page || (pofs & 7)) {
+	page = softmr_span_page(&s, iova, &pofs, &avail);
+	if (!page || (pofs & 7) || avail < sizeof(u64)) {
 		err = page ? -EINVAL : -EFAULT;
 		goto out;
 	}
