@@ -359,12 +359,12 @@ static void softmr_test_frmr_stale_key(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, softmr_frmr_invalidate(e->sdev, e->pd, k1));
 	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k1, b->mr->iova, back, 64,
 						 SOFTMR_FROM_MR, 0), -EFAULT);
-	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(mr, k1, b->mr->iova, src,
-						 src->key, e->adma, 64),
-			-ENXIO);
-	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(src, src->key, e->adma, mr,
-						 k1, b->mr->iova, 64),
-			-EFAULT);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(mr, k1, IB_ACCESS_REMOTE_WRITE,
+						 b->mr->iova, src, src->key, 0,
+						 e->adma, 64), -ENXIO);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(src, src->key, 0, e->adma, mr,
+						 k1, IB_ACCESS_REMOTE_READ,
+						 b->mr->iova, 64), -EFAULT);
 
 	/* registered again: the new key works, the old one still does not */
 	frmr_register(test, e, e->b, b, FRMR_RW);
@@ -378,10 +378,34 @@ static void softmr_test_frmr_stale_key(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softmr_mr_atomic_key(mr, k1, b->mr->iova, false,
 						   1, 0, (u64 *)back),
 			-EFAULT);
-	/* an access past the registration's end, through the valid key */
-	KUNIT_EXPECT_EQ(test, softmr_mr_copy_key(mr, k2, b->mr->iova +
-						 FRMR_LEN - 8, back, 16,
-						 SOFTMR_FROM_MR, 0), -EFAULT);
+	/* a transfer running past the registration's end stops there */
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(src, src->key, 0, e->adma, mr,
+						 k2, 0, b->mr->iova +
+						 FRMR_LEN - 8, 16), -EFAULT);
+
+	/*
+	 * registered again under the same key with read rights only: a write
+	 * checked against the earlier registration is refused
+	 */
+	KUNIT_EXPECT_TRUE(test, softmr_frmr_invalidate(e->sdev, e->pd, k2));
+	ib_update_fast_reg_key(b->mr, k2 & 0xff);
+	KUNIT_ASSERT_EQ(test, ib_map_mr_sg(b->mr, b->sg, FRMR_PAGES, NULL,
+					   PAGE_SIZE), FRMR_PAGES);
+	{
+		struct ib_wc wc;
+
+		KUNIT_ASSERT_EQ(test, frmr_post_reg(e->b, b->mr, k2,
+						    IB_ACCESS_REMOTE_READ, 50),
+				0);
+		KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->b, &wc));
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	}
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(mr, k2, IB_ACCESS_REMOTE_WRITE,
+						 b->mr->iova, src, src->key, 0,
+						 e->adma, 64), -ENXIO);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer_key(src, src->key, 0, e->adma, mr,
+						 k2, IB_ACCESS_REMOTE_READ,
+						 b->mr->iova, 64), 0);
 	softmr_mr_put(src);
 }
 

@@ -572,6 +572,7 @@ struct softmr_odp_child;
  * struct softmr_span - part of an MR held accessible for a transfer
  * @mr: the MR
  * @key: the key the access found @mr by (checked again for fast registrations)
+ * @access: IB_ACCESS_* bits the access needs (checked again likewise)
  * @odp: ODP: the umem whose umem_mutex guards the pages, else NULL
  * @child: implicit ODP: the child in use
  * @va_off: ODP: user virtual address minus iova
@@ -580,6 +581,7 @@ struct softmr_odp_child;
 struct softmr_span {
 	struct softmr_mr *mr;
 	u32 key;
+	int access;
 	struct ib_umem_odp *odp;
 	struct softmr_odp_child *child;
 	u64 va_off;
@@ -657,7 +659,8 @@ enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 				  const struct softmr_send_wqe *wqe);
 bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
 			    u32 key);
-bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int subclass);
+bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int access,
+		      int subclass);
 void softmr_frmr_unlock(struct softmr_mr *mr);
 struct page *softmr_frmr_page(struct softmr_mr *mr, u64 iova,
 			      unsigned int *pofs, u32 *avail);
@@ -745,8 +748,9 @@ struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
 				       const union ib_gid *dgid, u32 qpn);
 
 /* softmr_xfer.c: MR to MR copies and atomics */
-int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, u64 diova,
-		       struct softmr_mr *src, u32 skey, u64 siova, u64 len);
+int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
+		       u64 diova, struct softmr_mr *src, u32 skey,
+		       int saccess, u64 siova, u64 len);
 int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
 			 bool cmp_swap, u64 compare_add, u64 swap, u64 *orig);
 
@@ -754,8 +758,8 @@ int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
 static inline int softmr_mr_xfer(struct softmr_mr *dst, u64 diova,
 				 struct softmr_mr *src, u64 siova, u64 len)
 {
-	return softmr_mr_xfer_key(dst, READ_ONCE(dst->key), diova, src,
-				  READ_ONCE(src->key), siova, len);
+	return softmr_mr_xfer_key(dst, READ_ONCE(dst->key), 0, diova, src,
+				  READ_ONCE(src->key), 0, siova, len);
 }
 
 static inline int softmr_mr_atomic(struct softmr_mr *mr, u64 iova,

@@ -128,16 +128,19 @@ static bool softmr_req_stopped(const struct softmr_req *req);
 
 /*
  * Copy @len bytes to the SG list at @d from the SG list at @s or, when
- * @buf is not NULL, from that kernel buffer.  @daccess is the permission
- * the destination was checked for.  Large copies go in pieces; between
- * pieces the CPU is yielded and the copy stops when @req must stop.
+ * @buf is not NULL, from that kernel buffer.  @daccess and @saccess are
+ * the permissions the destination and the source were checked for (fast
+ * registrations check them again on each piece).  Large copies go in
+ * pieces; between pieces the CPU is yielded and the copy stops when @req
+ * must stop.
  *
  * Return: 0, -EFAULT when the source failed, -ENXIO when the destination
  * failed (ODP memory gone from its mm), -EINTR when stopped.
  */
 static int softmr_cursor_copy(const struct softmr_req *req,
 			      struct softmr_cursor *d, struct softmr_cursor *s,
-			      const void *buf, u64 len, int daccess)
+			      const void *buf, u64 len, int daccess,
+			      int saccess)
 {
 	while (len) {
 		struct softmr_mr *dmr;
@@ -174,9 +177,9 @@ static int softmr_cursor_copy(const struct softmr_req *req,
 			siova = s->sgl->sge[s->i].addr + s->off;
 			n = min_t(u64, n, s->sgl->sge[s->i].length - s->off);
 			err = softmr_mr_xfer_key(dmr, d->sgl->sge[d->i].lkey,
-						 diova, smr,
-						 s->sgl->sge[s->i].lkey, siova,
-						 n);
+						 daccess, diova, smr,
+						 s->sgl->sge[s->i].lkey,
+						 saccess, siova, n);
 			if (err)
 				return err;
 			s->off += n;
@@ -507,12 +510,12 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 		if (dgram) {
 			softmr_build_grh(grh, &req->av, req->len);
 			err = softmr_cursor_copy(req, &d, NULL, grh, sizeof(grh),
-						 IB_ACCESS_LOCAL_WRITE);
+						 IB_ACCESS_LOCAL_WRITE, 0);
 		}
 		s.sgl = &req->local;
 		if (!err && req->len)
 			err = softmr_cursor_copy(req, &d, &s, req->inl, req->len,
-						 IB_ACCESS_LOCAL_WRITE);
+						 IB_ACCESS_LOCAL_WRITE, 0);
 	}
 	softmr_sgl_release(rsgl);
 	if (err == -EINTR)	/* the receive WQE stays for the next try */
@@ -610,7 +613,7 @@ static int softmr_do_write(struct softmr_req *req)
 	d.sgl = remote;
 	s.sgl = &req->local;
 	err = softmr_cursor_copy(req, &d, &s, req->inl, req->len,
-				 IB_ACCESS_REMOTE_WRITE);
+				 IB_ACCESS_REMOTE_WRITE, 0);
 	softmr_sgl_release(remote);
 	if (err == -EINTR)
 		return SOFTMR_STOP;
@@ -638,7 +641,7 @@ static int softmr_do_read(struct softmr_req *req)
 	d.sgl = &req->local;
 	s.sgl = remote;
 	err = softmr_cursor_copy(req, &d, &s, NULL, req->len,
-				 IB_ACCESS_LOCAL_WRITE);
+				 IB_ACCESS_LOCAL_WRITE, IB_ACCESS_REMOTE_READ);
 	softmr_sgl_release(remote);
 	if (err == -EINTR)
 		return SOFTMR_STOP;

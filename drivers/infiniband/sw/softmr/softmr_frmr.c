@@ -63,10 +63,13 @@ struct ib_mr *softmr_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		softmr_mr_abort(mr);
 		return ERR_PTR(-ENOMEM);
 	}
+	/* what LOCAL_INV may name before the first REG_MR: the lkey to come */
 	err = softmr_mr_commit(mr);
 	if (err)
 		return ERR_PTR(err);
+	down_write(&f->rwsem);
 	f->key = mr->ibmr.lkey;
+	up_write(&f->rwsem);
 	return &mr->ibmr;
 }
 
@@ -229,15 +232,22 @@ bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
  * softmr_frmr_lock() - hold a fast-registration MR's registration
  * @mr: the MR, referenced
  * @key: the key the access started with
+ * @access: IB_ACCESS_* bits the access needs
  * @subclass: lockdep subclass (0, or SINGLE_DEPTH_NESTING for a second MR)
  *
  * Return: true with the registration held for reading (softmr_frmr_unlock()),
- * false (nothing held) when @key no longer reaches the MR.
+ * false (nothing held) when @key no longer reaches the MR or the
+ * registration lacks @access.
  */
-bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int subclass)
+bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int access,
+		      int subclass)
 {
 	down_read_nested(&mr->frmr->rwsem, subclass);
-	if (key && READ_ONCE(mr->key) == key)
+	/* a registration under the same key (ULPs roll only 8 bits) may
+	 * have other rights than the one the access was checked against
+	 */
+	if (key && READ_ONCE(mr->key) == key &&
+	    (READ_ONCE(mr->access) & access) == access)
 		return true;
 	up_read(&mr->frmr->rwsem);
 	return false;

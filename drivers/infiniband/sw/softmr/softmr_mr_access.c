@@ -99,12 +99,13 @@ static int softmr_dma_copy(struct softmr_mr *mr, u64 iova, void *buf,
  * Fast-registration MR: through its registered page list, held under the
  * key the access started with.
  */
-static int softmr_frmr_copy(struct softmr_mr *mr, u32 key, u64 iova,
-			    void *buf, u64 len, enum softmr_copy_dir dir)
+static int softmr_frmr_copy(struct softmr_mr *mr, u32 key, int access,
+			    u64 iova, void *buf, u64 len,
+			    enum softmr_copy_dir dir)
 {
 	int err = 0;
 
-	if (!softmr_frmr_lock(mr, key, 0))
+	if (!softmr_frmr_lock(mr, key, access, 0))
 		return -EFAULT;
 	while (len) {
 		unsigned int pofs;
@@ -186,7 +187,7 @@ int softmr_mr_copy_key(struct softmr_mr *mr, u32 key, u64 iova, void *buf,
 	case SOFTMR_MR_DMABUF:
 		return softmr_dmabuf_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_FRMR:
-		return softmr_frmr_copy(mr, key, iova, buf, len, dir);
+		return softmr_frmr_copy(mr, key, access, iova, buf, len, dir);
 	case SOFTMR_MR_DM:
 		if (dir == SOFTMR_TO_MR)
 			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);

@@ -40,11 +40,12 @@ static bool softmr_mr_is_odp(struct softmr_mr *mr)
 }
 
 static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
-			   u32 key, u64 iova, u64 *len, bool write)
+			   u32 key, int access, u64 iova, u64 *len, bool write)
 {
 	memset(s, 0, sizeof(*s));
 	s->mr = mr;
 	s->key = key;
+	s->access = access;
 	if (!softmr_mr_is_odp(mr))
 		return 0;
 	return softmr_odp_span_get(s, iova, len, write);
@@ -129,10 +130,11 @@ static int softmr_frmr_spans_lock(struct softmr_span *a, struct softmr_span *b)
 	struct softmr_span *first = a, *second = b;
 
 	if (!softmr_span_frmr(a) || !softmr_span_frmr(b) || a->mr == b->mr) {
-		if (softmr_span_frmr(a) && !softmr_frmr_lock(a->mr, a->key, 0))
+		if (softmr_span_frmr(a) &&
+		    !softmr_frmr_lock(a->mr, a->key, a->access | b->access, 0))
 			return -EFAULT;
 		if (softmr_span_frmr(b) && b->mr != a->mr &&
-		    !softmr_frmr_lock(b->mr, b->key, 0)) {
+		    !softmr_frmr_lock(b->mr, b->key, b->access, 0)) {
 			if (softmr_span_frmr(a))
 				softmr_frmr_unlock(a->mr);
 			return -ENXIO;
@@ -145,9 +147,10 @@ static int softmr_frmr_spans_lock(struct softmr_span *a, struct softmr_span *b)
 	}
 	if (a->mr > b->mr)
 		swap(first, second);
-	if (!softmr_frmr_lock(first->mr, first->key, 0))
+	if (!softmr_frmr_lock(first->mr, first->key, first->access, 0))
 		return first == a ? -EFAULT : -ENXIO;
-	if (!softmr_frmr_lock(second->mr, second->key, SINGLE_DEPTH_NESTING)) {
+	if (!softmr_frmr_lock(second->mr, second->key, second->access,
+			      SINGLE_DEPTH_NESTING)) {
 		softmr_frmr_unlock(first->mr);
 		return second == a ? -EFAULT : -ENXIO;
 	}
@@ -257,9 +260,11 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
  * softmr_mr_xfer_key() - copy bytes from one MR to another
  * @dst: destination MR, referenced; range and permission checked
  * @dkey: the key @dst was found by (a fast registration must still have it)
+ * @daccess: IB_ACCESS_* bits the write into @dst needs (rechecked likewise)
  * @diova: first destination byte
  * @src: source MR, referenced; range and permission checked
  * @skey: the key @src was found by
+ * @saccess: IB_ACCESS_* bits the read of @src needs
  * @siova: first source byte
  * @len: bytes
  *
@@ -270,8 +275,9 @@ static int softmr_copy_spans(struct softmr_span *d, u64 diova,
  * destination could not be written, -EINTR when the thread is being
  * killed.
  */
-int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, u64 diova,
-		       struct softmr_mr *src, u32 skey, u64 siova, u64 len)
+int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
+		       u64 diova, struct softmr_mr *src, u32 skey,
+		       int saccess, u64 siova, u64 len)
 {
 	unsigned int retries = 0;
 
@@ -281,10 +287,12 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, u64 diova,
 		struct ww_acquire_ctx ww;
 		int err;
 
-		err = softmr_span_get(&ss, src, skey, siova, &n, false);
+		err = softmr_span_get(&ss, src, skey, saccess, siova, &n,
+				      false);
 		if (err)
 			return -EFAULT;
-		err = softmr_span_get(&ds, dst, dkey, diova, &n, true);
+		err = softmr_span_get(&ds, dst, dkey, daccess, diova, &n,
+				      true);
 		if (err) {
 			softmr_span_put(&ss);
 			return -ENXIO;
@@ -352,7 +360,8 @@ int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
 	do {
 		if (retries++ > SOFTMR_XFER_RETRIES)
 			return -EFAULT;
-		err = softmr_span_get(&s, mr, key, iova, &n, true);
+		err = softmr_span_get(&s, mr, key, IB_ACCESS_REMOTE_ATOMIC,
+				      iova, &n, true);
 		if (err)
 			return err;
 		err = softmr_dmabuf_lock(mr, NULL, &ww);
