@@ -167,13 +167,14 @@ static void softmr_test_query_device(struct kunit *test)
 			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 			IB_ODP_SUPPORT_SRQ_RECV);
 	KUNIT_EXPECT_TRUE(test, a->kernel_cap_flags & IBK_ON_DEMAND_PAGING);
-	/* fast registration: memory management extensions, no windows yet */
+	/* fast registration (memory management extensions), windows 1, 2B */
 	KUNIT_EXPECT_EQ(test, a->device_cap_flags,
 			IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
-			IB_DEVICE_SRQ_RESIZE | IB_DEVICE_MEM_MGT_EXTENSIONS);
+			IB_DEVICE_SRQ_RESIZE | IB_DEVICE_MEM_MGT_EXTENSIONS |
+			IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B);
 	KUNIT_EXPECT_EQ(test, a->max_fast_reg_page_list_len,
 			SOFTMR_MAX_FRMR_PAGES);
-	KUNIT_EXPECT_EQ(test, a->max_mw, 0);
+	KUNIT_EXPECT_EQ(test, a->max_mw, SOFTMR_MAX_MW);
 
 	ib_get_device_fw_str(&sdev->ibdev, fw);
 	KUNIT_EXPECT_STREQ(test, fw, "0.1.0");

@@ -409,12 +409,46 @@ static void softmr_test_frmr_stale_key(struct kunit *test)
 	softmr_mr_put(src);
 }
 
+/*
+ * A registration with remote read only (xprtrdma's read chunks): the peer
+ * reads it into its own memory; a write is refused.
+ */
+static void softmr_test_frmr_remote_read_only(struct kunit *test)
+{
+	struct softmr_eng_env *e = softmr_eng_env(test, "softmr_kt94", 7);
+	struct frmr_buf *b = frmr_buf(test, e, e->pd, 4);
+	u8 *want = kunit_kzalloc(test, FRMR_LEN, GFP_KERNEL);
+	struct ib_wc wc;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, want);
+	for (i = 0; i < FRMR_PAGES; i++)
+		softmr_eng_fill(page_address(b->page[i]), PAGE_SIZE, 11 + i);
+	frmr_read(b, want);
+	frmr_register(test, e, e->b, b, IB_ACCESS_REMOTE_READ);
+	memset(e->bbuf, 0, SOFTMR_ENG_BUF);
+	KUNIT_ASSERT_EQ(test, softmr_eng_send(e, e->a, IB_WR_RDMA_READ,
+					      e->bdma, FRMR_LEN, b->mr->iova,
+					      b->mr->rkey, 1), 0);
+	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, want, FRMR_LEN), 0);
+	KUNIT_ASSERT_EQ(test, softmr_eng_send(e, e->a, IB_WR_RDMA_WRITE, e->adma,
+					      64, b->mr->iova, b->mr->rkey,
+					      2), 0);
+	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_REM_ACCESS_ERR);
+	frmr_read(b, e->bbuf);
+	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, want, FRMR_LEN), 0);
+}
+
 static struct kunit_case softmr_frmr_cases[] = {
 	KUNIT_CASE(softmr_test_frmr_write_read_inv),
 	KUNIT_CASE(softmr_test_frmr_send_with_inv),
 	KUNIT_CASE(softmr_test_frmr_reg_errors),
 	KUNIT_CASE(softmr_test_frmr_other_pd),
 	KUNIT_CASE(softmr_test_frmr_stale_key),
+	KUNIT_CASE(softmr_test_frmr_remote_read_only),
 	{}
 };
 

@@ -253,6 +253,10 @@ enum softmr_send_flags {
  * @wr.ud: UD sends: address handle number, remote QPN and Q_Key
  * @wr.reg: REG_MR (kernel QPs only): the MR by index, its new key, access,
  *	iova and length
+ * @wr.bind: BIND_MW: the window by its current rkey (@mw_rkey), the rkey it
+ *	gets (same index, new low 8 bits), the MR by @mr_lkey, the window's
+ *	address in the MR, length (0 unbinds a type 1 window) and
+ *	IB_ACCESS_* rights (remote read, write, atomic; zero based, type 2)
  * @reserved: zero
  * @sge: gather list (or inline data) up to the queue's stride
  */
@@ -289,6 +293,14 @@ struct softmr_send_wqe {
 			__u32 access;
 			__u32 reserved;
 		} reg;
+		struct {
+			__aligned_u64 addr;
+			__aligned_u64 length;
+			__u32 mw_rkey;
+			__u32 rkey;
+			__u32 mr_lkey;
+			__u32 access;
+		} bind;
 	} wr;
 	__u32 reserved[2];
 	struct softmr_sge sge[];

@@ -259,7 +259,7 @@ static int softmr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		w->imm_data = s->ex.imm_data;
 		w->qp_num = s->qp_num;
 		w->src_qp = s->src_qp;
-		w->wc_flags = s->wc_flags;
+		w->wc_flags = softmr_wc_flags(s->wc_flags);
 		w->pkey_index = s->pkey_index;
 		w->slid = s->slid;
 		w->sl = s->sl;

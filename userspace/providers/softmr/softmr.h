@@ -107,6 +107,22 @@ static inline struct softmr_ah *to_sah(struct ibv_ah *ibah)
 /* softmr_qp.c */
 extern const struct verbs_context_ops softmr_qp_ops;
 
+/*
+ * A completion's flags as the kernel writes them (ib_core's IB_WC_*, which
+ * uverbs passes through unchanged) in libibverbs' IBV_WC_* values: the
+ * invalidation and checksum bits sit in each other's places.
+ */
+static inline unsigned int softmr_wc_flags(uint32_t kernel_flags)
+{
+	unsigned int f = kernel_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM);
+
+	if (kernel_flags & (1 << 2))	/* IB_WC_WITH_INVALIDATE */
+		f |= IBV_WC_WITH_INV;
+	if (kernel_flags & (1 << 3))	/* IB_WC_IP_CSUM_OK */
+		f |= IBV_WC_IP_CSUM_OK;
+	return f;
+}
+
 static inline struct softmr_context *to_sctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct softmr_context, ibv_ctx.context);

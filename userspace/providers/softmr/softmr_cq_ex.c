@@ -126,7 +126,7 @@ static uint32_t softmr_cq_read_src_qp(struct ibv_cq_ex *ibcq)
 
 static unsigned int softmr_cq_read_wc_flags(struct ibv_cq_ex *ibcq)
 {
-	return ex_to_scq(ibcq)->ex_cur->wc_flags;
+	return softmr_wc_flags(ex_to_scq(ibcq)->ex_cur->wc_flags);
 }
 
 static uint32_t softmr_cq_read_slid(struct ibv_cq_ex *ibcq)

@@ -270,9 +270,16 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	/* invalidates a kernel consumer's fast registration at the peer */
+	/* invalidates a type 2 window, or a kernel consumer's fast
+	 * registration, at the peer
+	 */
 	case IBV_WR_SEND_WITH_INV:
 		return qp->vqp.qp.qp_type == IBV_QPT_RC;
+	/* memory windows */
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return qp->vqp.qp.qp_type == IBV_QPT_RC ||
+		       qp->vqp.qp.qp_type == IBV_QPT_UC;
 	default:
 		return false;
 	}
@@ -295,6 +302,25 @@ static int softmr_copy_inline(struct softmr_qp *qp,
 	}
 	wqe->num_sge = len;
 	return 0;
+}
+
+/*
+ * A BIND_MW WQE.  The window's rkey becomes the new one now, as the verbs
+ * expect (ibv_bind_mw(3), IBV_WR_BIND_MW): a later WQE names the window by
+ * it; a failed bind completes in error and the QP with it.
+ */
+static void softmr_build_bind(struct softmr_send_wqe *wqe, struct ibv_mw *mw,
+			      uint32_t rkey,
+			      const struct ibv_mw_bind_info *info)
+{
+	wqe->wr.bind.addr = info->addr;
+	wqe->wr.bind.length = info->length;
+	wqe->wr.bind.mw_rkey = mw->rkey;
+	wqe->wr.bind.rkey = rkey;
+	wqe->wr.bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	wqe->wr.bind.access = info->mw_access_flags;
+	wqe->num_sge = 0;
+	mw->rkey = rkey;
 }
 
 static int softmr_build_send(struct softmr_qp *qp, struct softmr_send_wqe *wqe,
@@ -324,6 +350,18 @@ static int softmr_build_send(struct softmr_qp *qp, struct softmr_send_wqe *wqe,
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		wqe->wr.atomic.swap = wr->wr.atomic.swap;
 		break;
+	case IBV_WR_BIND_MW:
+		/* ibv_bind_mw(3): an MR for a window with a length, no data */
+		if (!wr->bind_mw.mw || (wr->send_flags & IBV_SEND_INLINE) ||
+		    (wr->bind_mw.bind_info.length &&
+		     !wr->bind_mw.bind_info.mr))
+			return EINVAL;
+		softmr_build_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info);
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		/* imm_data shares its place with invalidate_rkey */
+		return 0;
 	default:
 		if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
 			if (!wr->wr.ud.ah)
@@ -524,6 +562,35 @@ static void softmr_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 			 0);
 }
 
+static void softmr_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
+			      uint32_t rkey,
+			      const struct ibv_mw_bind_info *info)
+{
+	struct softmr_send_wqe *wqe = softmr_wr_next(ibqpx, IBV_WR_BIND_MW);
+
+	if (wqe)
+		softmr_build_bind(wqe, mw, rkey, info);
+}
+
+static void softmr_wr_local_inv(struct ibv_qp_ex *ibqpx,
+				uint32_t invalidate_rkey)
+{
+	struct softmr_send_wqe *wqe = softmr_wr_next(ibqpx, IBV_WR_LOCAL_INV);
+
+	if (wqe)
+		wqe->imm_data = invalidate_rkey;
+}
+
+static void softmr_wr_send_inv(struct ibv_qp_ex *ibqpx,
+			       uint32_t invalidate_rkey)
+{
+	struct softmr_send_wqe *wqe = softmr_wr_next(ibqpx,
+						     IBV_WR_SEND_WITH_INV);
+
+	if (wqe)
+		wqe->imm_data = invalidate_rkey;
+}
+
 static struct softmr_send_wqe *softmr_wr_cur(struct ibv_qp_ex *ibqpx)
 {
 	struct softmr_qp *qp = container_of(ibqpx, struct softmr_qp,
@@ -614,7 +681,10 @@ static void softmr_wr_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr,
 				 IBV_QP_EX_WITH_SEND_WITH_IMM | \
 				 IBV_QP_EX_WITH_RDMA_READ | \
 				 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-				 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+				 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+				 IBV_QP_EX_WITH_BIND_MW | \
+				 IBV_QP_EX_WITH_LOCAL_INV | \
+				 IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static void softmr_set_qp_ex_ops(struct softmr_qp *qp)
 {
@@ -630,6 +700,9 @@ static void softmr_set_qp_ex_ops(struct softmr_qp *qp)
 	x->wr_rdma_read = softmr_wr_rdma_read;
 	x->wr_atomic_cmp_swp = softmr_wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = softmr_wr_atomic_fetch_add;
+	x->wr_bind_mw = softmr_wr_bind_mw;
+	x->wr_local_inv = softmr_wr_local_inv;
+	x->wr_send_inv = softmr_wr_send_inv;
 	x->wr_set_ud_addr = softmr_wr_set_ud_addr;
 	x->wr_set_sge = softmr_wr_set_sge;
 	x->wr_set_sge_list = softmr_wr_set_sge_list;
@@ -949,11 +1022,70 @@ static int softmr_destroy_ah(struct ibv_ah *ibah)
 	return err;
 }
 
+/* Memory windows: type 1 binds through ibv_bind_mw(), type 2 by WQE. */
+static struct ibv_mw *softmr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int err;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (err) {
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	return mw;
+}
+
+static int softmr_dealloc_mw(struct ibv_mw *mw)
+{
+	int err = ibv_cmd_dealloc_mw(mw);
+
+	if (err)
+		return err;
+	free(mw);
+	return 0;
+}
+
+static int softmr_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			  struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	uint32_t old = mw->rkey;
+	int err;
+
+	/* ibv_bind_mw(3): type 1 only, not zero based */
+	if (mw->type != IBV_MW_TYPE_1 ||
+	    (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED))
+		return EINVAL;
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	err = softmr_post_send(qp, &wr, &bad);
+	if (err)
+		mw->rkey = old;
+	return err;
+}
+
 const struct verbs_context_ops softmr_qp_ops = {
+	.alloc_mw = softmr_alloc_mw,
+	.bind_mw = softmr_bind_mw,
 	.create_ah = softmr_create_ah,
 	.create_qp = softmr_create_qp,
 	.create_qp_ex = softmr_create_qp_ex,
 	.create_srq = softmr_create_srq,
+	.dealloc_mw = softmr_dealloc_mw,
 	.destroy_ah = softmr_destroy_ah,
 	.destroy_qp = softmr_destroy_qp,
 	.destroy_srq = softmr_destroy_srq,

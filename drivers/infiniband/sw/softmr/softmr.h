@@ -93,6 +93,7 @@ enum softmr_counter {
 	SOFTMR_CNT_FAST_REGS,
 	SOFTMR_CNT_LOCAL_INVS,
 	SOFTMR_CNT_REMOTE_INVS,
+	SOFTMR_CNT_MW_BINDS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -110,6 +111,7 @@ enum softmr_counter {
  * @pd_count: PDs allocated now
  * @mr_xa: MRs by key index; lookups under RCU take a reference
  * @mr_count: MRs registered now
+ * @mw_count: memory windows allocated now
  * @cq_count: CQs allocated now
  * @qp_xa: QPs by QP number (1: the GSI QP); lookups take a reference
  * @qp_next: next QP number tried by the cyclic allocator
@@ -142,6 +144,7 @@ struct softmr_dev {
 
 	struct xarray mr_xa;
 	atomic_t mr_count;
+	atomic_t mw_count;
 	atomic_t cq_count;
 
 	struct xarray qp_xa;
@@ -196,7 +199,11 @@ enum softmr_mr_kind {
 	SOFTMR_MR_DM,		/* device memory: zero based */
 	SOFTMR_MR_DMABUF,	/* dma-buf import, dynamic or pinned */
 	SOFTMR_MR_FRMR,		/* alloc_mr: fast registration by REG_MR */
+	SOFTMR_MR_MW,		/* a memory window's key-table entry */
 };
+
+/* Memory windows a device offers. */
+#define SOFTMR_MAX_MW		BIT(16)
 
 /* Fast registration: page lists of up to this many pages. */
 #define SOFTMR_MAX_FRMR_PAGES	512
@@ -311,6 +318,10 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @dmabuf_pinned: dma-buf MRs: a pinned import, mapped for its lifetime
  * @dmabuf_writable: dma-buf MRs: imported through an fd opened for writing
  * @frmr: fast-registration MRs: the page lists
+ * @mw: memory windows' key-table entries: the window
+ * @mw_lock: guards @mw_bound and @mw_closed, and binds against rereg
+ * @mw_bound: memory windows bound to this MR now
+ * @mw_closed: dereg or rereg started: no window may bind
  * @key: the key that reaches this MR now (softmr_mr_get()): its lkey; for
  *	fast-registration MRs the key of the last REG_MR, or 0 while invalid
  * @odp: explicit ODP umem, or the implicit root
@@ -344,6 +355,10 @@ struct softmr_mr {
 	bool dmabuf_pinned;
 	bool dmabuf_writable;
 	struct softmr_frmr *frmr;
+	struct softmr_mw *mw;
+	spinlock_t mw_lock;		/* mw_bound, mw_closed */
+	unsigned int mw_bound;
+	bool mw_closed;
 	u32 key;
 	struct ib_umem_odp *odp;
 	struct xarray children;
@@ -594,6 +609,37 @@ enum softmr_copy_dir {
 	SOFTMR_TO_MR,		/* write a buffer into the MR */
 };
 
+/**
+ * struct softmr_mw - a memory window (type 1 or 2B)
+ * @ibmw: the ib_core MW; its rkey is what the owner sees
+ * @entry: the window's key-table entry (kind SOFTMR_MR_MW): its iova,
+ *	length and access are the binding, its key is the bound rkey (0
+ *	while unbound), so remote keys find windows like MRs
+ * @rkey: the key the next bind must name (the last one bound, valid or not)
+ * @parent: the MR the window is bound to, referenced; NULL while unbound
+ * @parent_addr: the address in @parent of the window's first byte
+ * @qp_serial: type 2: the serial of the QP it is bound to
+ * @token: the binding's token: changes with every bind and unbind
+ * @rwsem: written by binds, invalidations and dealloc; read by data movers
+ *	over each access, after checking that the entry's key is still the
+ *	one the access started with and the access is inside the binding
+ */
+struct softmr_mw {
+	struct ib_mw ibmw;
+	struct softmr_mr *entry;
+	u32 rkey;
+	struct softmr_mr *parent;
+	u64 parent_addr;
+	u64 qp_serial;
+	u32 token;
+	struct rw_semaphore rwsem;
+};
+
+static inline struct softmr_mw *to_smw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct softmr_mw, ibmw);
+}
+
 static inline struct softmr_mr *to_smr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct softmr_mr, ibmr);
@@ -644,7 +690,14 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				   struct ib_pd *ibpd, struct ib_udata *udata);
 int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
+struct softmr_mr *softmr_rkey_get(struct softmr_dev *sdev, u32 key);
+struct softmr_mr *softmr_mr_by_index(struct softmr_dev *sdev, u32 index);
 void softmr_mr_put(struct softmr_mr *mr);
+int softmr_mr_close_mw(struct softmr_mr *mr);
+void softmr_mr_unpublish_wait(struct softmr_mr *mr);
+void softmr_mr_free(struct softmr_mr *mr);
+struct softmr_mr *softmr_mw_entry_create(struct softmr_dev *sdev,
+					 struct ib_pd *ibpd);
 bool softmr_mr_is_live(struct softmr_mr *mr);
 void softmr_mr_init_dev(struct softmr_dev *sdev);
 int softmr_check_access_flags(int access);
@@ -659,11 +712,29 @@ enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 				  const struct softmr_send_wqe *wqe);
 bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
 			    u32 key);
+bool softmr_frmr_invalidate_mr(struct softmr_mr *mr, struct ib_pd *ibpd,
+			       u32 key);
 bool softmr_frmr_lock(struct softmr_mr *mr, u32 key, int access,
 		      int subclass);
 void softmr_frmr_unlock(struct softmr_mr *mr);
 struct page *softmr_frmr_page(struct softmr_mr *mr, u64 iova,
 			      unsigned int *pofs, u32 *avail);
+
+/* softmr_mw.c: memory windows */
+int softmr_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int softmr_dealloc_mw(struct ib_mw *ibmw);
+enum ib_wc_status softmr_mw_bind(struct softmr_qp *qp,
+				 const struct softmr_send_wqe *wqe);
+bool softmr_key_invalidate(struct softmr_qp *qp, u32 key, bool remote);
+u32 softmr_mw_token(struct softmr_mr *entry, u32 key, struct softmr_qp *qp,
+		    u64 iova, u64 len, int access);
+int softmr_mw_copy(struct softmr_mr *entry, u32 key, u64 iova, void *buf,
+		   u64 len, enum softmr_copy_dir dir, int access);
+int softmr_mw_xfer(struct softmr_mr *dst, u32 dkey, int daccess, u64 diova,
+		   struct softmr_mr *src, u32 skey, int saccess, u64 siova,
+		   u64 len);
+int softmr_mw_atomic(struct softmr_mr *entry, u32 key, u64 iova,
+		     bool cmp_swap, u64 compare_add, u64 swap, u64 *orig);
 
 /* softmr_wq.c: work queue rings shared by QPs and SRQs */
 int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,

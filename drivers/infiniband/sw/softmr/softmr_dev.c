@@ -240,12 +240,15 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	/*
 	 * Memory management extensions: fast registration (alloc_mr,
 	 * REG_MR), local and remote invalidation; kernel consumers only
-	 * (softmr_frmr.c).  No memory windows yet: max_mw stays 0.
+	 * (softmr_frmr.c).  Memory windows type 1 and 2B (softmr_mw.c).
 	 */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_SRQ_RESIZE |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+	attr->max_mw = SOFTMR_MAX_MW;
 	attr->max_fast_reg_page_list_len = SOFTMR_MAX_FRMR_PAGES;
 	/*
 	 * ODP: MRs fault on access, and the engine reaches every MR through
@@ -380,7 +383,8 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	spin_unlock_irq(&softmr_dev_list_lock);
 
 	WARN_ON(atomic_read(&sdev->pd_count));
-	if (softmr_xa_in_use(&sdev->mr_xa) || atomic_read(&sdev->mr_count))
+	if (softmr_xa_in_use(&sdev->mr_xa) || atomic_read(&sdev->mr_count) ||
+	    atomic_read(&sdev->mw_count))
 		softmr_mr_report_leaks(sdev);
 	else if (!xa_empty(&sdev->mr_xa))
 		dev_info(&sdev->ibdev.dev,

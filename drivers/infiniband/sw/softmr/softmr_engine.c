@@ -529,8 +529,7 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	}
 	/* SEND_WITH_INV (RC): the responder's MR with that rkey, or an error */
 	if (req->wqe->opcode == IB_WR_SEND_WITH_INV &&
-	    !softmr_frmr_invalidate(peer->sdev, peer->ibqp.pd,
-				    req->wqe->imm_data)) {
+	    !softmr_key_invalidate(peer, req->wqe->imm_data, true)) {
 		/* an invalid request (class J) at both ends */
 		softmr_responder_error(peer, true, wr_id,
 				       IB_WC_REM_INV_REQ_ERR);
@@ -546,10 +545,14 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	return IB_WC_SUCCESS;
 }
 
-/* Look up a remote key on the peer and check it for @access. */
+/*
+ * Look up a remote key on the peer and check it for @access.  *@key: what
+ * the access carries to the copy: the rkey, or for a window the binding's
+ * token (softmr_mw_token()).
+ */
 static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
 				     u64 addr, u64 len, int access,
-				     struct softmr_mr **out)
+				     struct softmr_mr **out, u32 *key)
 {
 	struct softmr_qp *peer = req->peer;
 	struct softmr_mr *mr;
@@ -557,10 +560,14 @@ static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
 	*out = NULL;
 	if (!(READ_ONCE(peer->attr.qp_access_flags) & access))
 		return IB_WC_REM_ACCESS_ERR;
-	mr = softmr_mr_get(peer->sdev, rkey);
+	/* an MR, or a bound window (type 2: bound to this QP) */
+	mr = softmr_rkey_get(peer->sdev, rkey);
 	if (!mr)
 		return IB_WC_REM_ACCESS_ERR;
-	if (mr->ibmr.pd != peer->ibqp.pd ||
+	*key = rkey;
+	if (mr->kind == SOFTMR_MR_MW)
+		*key = softmr_mw_token(mr, rkey, peer, addr, len, access);
+	if (mr->ibmr.pd != peer->ibqp.pd || !*key ||
 	    softmr_mr_check(mr, addr, len, access)) {
 		softmr_mr_put(mr);
 		return IB_WC_REM_ACCESS_ERR;
@@ -581,9 +588,10 @@ static enum ib_wc_status softmr_remote_sgl(struct softmr_req *req, int access,
 	struct softmr_sgl *remote = req->qp->sq.sgl;
 	struct softmr_mr *mr;
 	enum ib_wc_status st;
+	u32 key;
 
 	st = softmr_rkey(req, wqe->wr.rdma.rkey, wqe->wr.rdma.remote_addr,
-			 req->len, access, &mr);
+			 req->len, access, &mr, &key);
 	if (st) {
 		softmr_responder_error(req->peer, false, 0, st);
 		return st;
@@ -593,7 +601,7 @@ static enum ib_wc_status softmr_remote_sgl(struct softmr_req *req, int access,
 	remote->mr[0] = mr;
 	remote->sge[0].addr = wqe->wr.rdma.remote_addr;
 	remote->sge[0].length = req->len;
-	remote->sge[0].lkey = wqe->wr.rdma.rkey;	/* checked on each piece */
+	remote->sge[0].lkey = key;	/* checked on each piece */
 	*out = remote;
 	return IB_WC_SUCCESS;
 }
@@ -660,6 +668,7 @@ static int softmr_do_atomic(struct softmr_req *req)
 	struct softmr_mr *mr;
 	enum ib_wc_status st;
 	u64 orig;
+	u32 key;
 	int err;
 
 	if (req->len != sizeof(u64) || req->local.num != 1)
@@ -670,12 +679,12 @@ static int softmr_do_atomic(struct softmr_req *req)
 		return IB_WC_REM_INV_REQ_ERR;
 	}
 	st = softmr_rkey(req, wqe->wr.atomic.rkey, addr, sizeof(u64),
-			 IB_ACCESS_REMOTE_ATOMIC, &mr);
+			 IB_ACCESS_REMOTE_ATOMIC, &mr, &key);
 	if (st) {
 		softmr_responder_error(req->peer, false, 0, st);
 		return st;
 	}
-	err = softmr_mr_atomic_key(mr, wqe->wr.atomic.rkey, addr,
+	err = softmr_mr_atomic_key(mr, key, addr,
 				   wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP,
 				   wqe->wr.atomic.compare_add,
 				   wqe->wr.atomic.swap, &orig);
@@ -709,9 +718,17 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, u32 opcode)
 	case IB_WR_SEND_WITH_INV:
 		return qp->ibqp.qp_type == IB_QPT_RC;
 	case IB_WR_REG_MR:
-	case IB_WR_LOCAL_INV:
 		/* fast registration: kernel consumers' QPs only */
 		return !qp->is_user && qp->ibqp.qp_type != IB_QPT_GSI;
+	case IB_WR_LOCAL_INV:
+		/* fast registrations (kernel), type 2 windows (RC, UC) */
+		return qp->is_user ? qp->ibqp.qp_type == IB_QPT_RC ||
+				     qp->ibqp.qp_type == IB_QPT_UC :
+				     qp->ibqp.qp_type != IB_QPT_GSI;
+	case IB_WR_BIND_MW:
+		/* memory windows: user contexts allocate them */
+		return qp->is_user && (qp->ibqp.qp_type == IB_QPT_RC ||
+				       qp->ibqp.qp_type == IB_QPT_UC);
 	default:
 		return false;
 	}
@@ -719,7 +736,8 @@ static bool softmr_opcode_ok(struct softmr_qp *qp, u32 opcode)
 
 static bool softmr_opcode_local(u32 opcode)
 {
-	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_WR_BIND_MW;
 }
 
 /* Validate the WQE copy and resolve its local SGEs. */
@@ -911,6 +929,8 @@ static u32 softmr_wc_opcode(u32 wr_opcode)
 		return IB_WC_REG_MR;
 	case IB_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}
@@ -937,13 +957,15 @@ static void softmr_send_complete(struct softmr_qp *qp,
 	softmr_cq_post(to_scq(qp->ibqp.send_cq), &wc, &qp->ibqp, false);
 }
 
-/* REG_MR and LOCAL_INV: done here, no peer. */
+/* REG_MR, BIND_MW and LOCAL_INV: done here, no peer. */
 static enum ib_wc_status softmr_local_op(struct softmr_qp *qp,
 					 const struct softmr_send_wqe *wqe)
 {
 	if (wqe->opcode == IB_WR_REG_MR)
 		return softmr_frmr_reg(qp, wqe);
-	if (!softmr_frmr_invalidate(qp->sdev, qp->ibqp.pd, wqe->imm_data))
+	if (wqe->opcode == IB_WR_BIND_MW)
+		return softmr_mw_bind(qp, wqe);
+	if (!softmr_key_invalidate(qp, wqe->imm_data, false))
 		return IB_WC_MW_BIND_ERR;
 	softmr_count(qp->sdev, SOFTMR_CNT_LOCAL_INVS, 1);
 	return IB_WC_SUCCESS;

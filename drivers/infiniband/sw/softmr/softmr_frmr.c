@@ -123,20 +123,6 @@ int softmr_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
 	return n;
 }
 
-/* The MR with @index of @sdev, referenced, whatever its current key. */
-static struct softmr_mr *softmr_frmr_by_index(struct softmr_dev *sdev,
-					      u32 index)
-{
-	struct softmr_mr *mr;
-
-	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, index);
-	if (mr && !refcount_inc_not_zero(&mr->users))
-		mr = NULL;
-	rcu_read_unlock();
-	return mr;
-}
-
 /**
  * softmr_frmr_reg() - execute a REG_MR work request of a kernel QP
  * @qp: the QP; its PD must be the MR's
@@ -158,7 +144,7 @@ enum ib_wc_status softmr_frmr_reg(struct softmr_qp *qp,
 	u32 n, shift, first;
 	u64 end;
 
-	mr = softmr_frmr_by_index(qp->sdev, index);
+	mr = softmr_mr_by_index(qp->sdev, index);
 	if (!mr)
 		return st;
 	if (mr->kind != SOFTMR_MR_FRMR || mr->ibmr.pd != qp->ibqp.pd ||
@@ -211,20 +197,38 @@ bool softmr_frmr_invalidate(struct softmr_dev *sdev, struct ib_pd *ibpd,
 			    u32 key)
 {
 	struct softmr_mr *mr;
-	bool ok = false;
+	bool ok;
 
-	mr = softmr_frmr_by_index(sdev, key >> SOFTMR_MR_KEY_BITS);
+	mr = softmr_mr_by_index(sdev, key >> SOFTMR_MR_KEY_BITS);
 	if (!mr)
 		return false;
-	if (mr->kind == SOFTMR_MR_FRMR && mr->ibmr.pd == ibpd) {
-		down_write(&mr->frmr->rwsem);
-		if (mr->frmr->key == key) {
-			WRITE_ONCE(mr->key, 0);
-			ok = true;
-		}
-		up_write(&mr->frmr->rwsem);
-	}
+	ok = softmr_frmr_invalidate_mr(mr, ibpd, key);
 	softmr_mr_put(mr);
+	return ok;
+}
+
+/**
+ * softmr_frmr_invalidate_mr() - softmr_frmr_invalidate() of an MR found
+ * @mr: the entry with @key's index, referenced
+ * @ibpd: the invalidating QP's PD
+ * @key: the key of the MR's last registration
+ *
+ * Return: true, or false when @mr is no fast-registration MR of @ibpd with
+ * @key.
+ */
+bool softmr_frmr_invalidate_mr(struct softmr_mr *mr, struct ib_pd *ibpd,
+			       u32 key)
+{
+	bool ok = false;
+
+	if (mr->kind != SOFTMR_MR_FRMR || mr->ibmr.pd != ibpd)
+		return false;
+	down_write(&mr->frmr->rwsem);
+	if (mr->frmr->key == key) {
+		WRITE_ONCE(mr->key, 0);
+		ok = true;
+	}
+	up_write(&mr->frmr->rwsem);
 	return ok;
 }
 

@@ -58,6 +58,34 @@ int softmr_check_access_flags(int access)
 	return 0;
 }
 
+static struct softmr_mr *softmr_mr_alloc(struct softmr_dev *sdev,
+					 struct ib_pd *ibpd, int access,
+					 atomic_t *count, u32 max)
+{
+	struct softmr_mr *mr;
+
+	if (atomic_inc_return(count) > max) {
+		atomic_dec(count);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr) {
+		atomic_dec(count);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->sdev = sdev;
+	mr->access = access;
+	mr->ibmr.device = &sdev->ibdev;
+	mr->ibmr.pd = ibpd;
+	refcount_set(&mr->users, 1);
+	init_completion(&mr->released);
+	xa_init(&mr->children);
+	mutex_init(&mr->imp_lock);
+	spin_lock_init(&mr->imp_spin);
+	spin_lock_init(&mr->mw_lock);
+	return mr;
+}
+
 /**
  * softmr_mr_create() - allocate an MR counted against max_mr
  * @sdev: the device
@@ -70,26 +98,28 @@ int softmr_check_access_flags(int access)
 struct softmr_mr *softmr_mr_create(struct softmr_dev *sdev,
 				   struct ib_pd *ibpd, int access)
 {
-	struct softmr_mr *mr;
+	return softmr_mr_alloc(sdev, ibpd, access, &sdev->mr_count,
+			       sdev->attr.max_mr);
+}
 
-	if (atomic_inc_return(&sdev->mr_count) > sdev->attr.max_mr) {
-		atomic_dec(&sdev->mr_count);
-		return ERR_PTR(-ENOMEM);
-	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
-	if (!mr) {
-		atomic_dec(&sdev->mr_count);
-		return ERR_PTR(-ENOMEM);
-	}
-	mr->sdev = sdev;
-	mr->access = access;
-	mr->ibmr.device = &sdev->ibdev;
-	mr->ibmr.pd = ibpd;
-	refcount_set(&mr->users, 1);
-	init_completion(&mr->released);
-	xa_init(&mr->children);
-	mutex_init(&mr->imp_lock);
-	spin_lock_init(&mr->imp_spin);
+/**
+ * softmr_mw_entry_create() - allocate a memory window's key-table entry
+ * @sdev: the device
+ * @ibpd: the window's PD
+ *
+ * Counted against max_mw.  The entry is unbound: its key stays 0.
+ *
+ * Return: the entry, reachable by index once committed
+ * (softmr_mr_commit()), or an ERR_PTR.
+ */
+struct softmr_mr *softmr_mw_entry_create(struct softmr_dev *sdev,
+					 struct ib_pd *ibpd)
+{
+	struct softmr_mr *mr = softmr_mr_alloc(sdev, ibpd, 0, &sdev->mw_count,
+					       sdev->attr.max_mw);
+
+	if (!IS_ERR(mr))
+		mr->kind = SOFTMR_MR_MW;
 	return mr;
 }
 
@@ -116,7 +146,23 @@ static void softmr_mr_publish(struct softmr_mr *mr)
 {
 	xa_store(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS, mr,
 		 GFP_KERNEL);
-	softmr_count(mr->sdev, SOFTMR_CNT_MR_REG, 1);
+	if (mr->kind != SOFTMR_MR_MW)
+		softmr_count(mr->sdev, SOFTMR_CNT_MR_REG, 1);
+}
+
+/* The entry with @key (MR or window), referenced, or NULL. */
+static struct softmr_mr *softmr_key_get(struct softmr_dev *sdev, u32 key)
+{
+	struct softmr_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> SOFTMR_MR_KEY_BITS);
+	/* acquire: a fast registration's fields before its key */
+	if (mr && (!key || smp_load_acquire(&mr->key) != key ||
+		   !refcount_inc_not_zero(&mr->users)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
 }
 
 /**
@@ -124,18 +170,54 @@ static void softmr_mr_publish(struct softmr_mr *mr)
  * @sdev: the device
  * @key: the key
  *
+ * Memory windows are not MRs: their keys are only rkeys
+ * (softmr_rkey_get()).
+ *
  * Return: the MR with a reference held (softmr_mr_put()), or NULL when no
  * registered MR has exactly this key now (struct softmr_mr: @key).
  */
 struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
 {
+	struct softmr_mr *mr = softmr_key_get(sdev, key);
+
+	if (mr && mr->kind == SOFTMR_MR_MW) {
+		softmr_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/**
+ * softmr_rkey_get() - look up what a remote key reaches: an MR or a bound
+ *	memory window's entry
+ * @sdev: the device
+ * @key: the rkey
+ *
+ * Return: the MR or window entry, referenced (softmr_mr_put()), or NULL.
+ */
+struct softmr_mr *softmr_rkey_get(struct softmr_dev *sdev, u32 key)
+{
+	return softmr_key_get(sdev, key);
+}
+
+/**
+ * softmr_mr_by_index() - the entry with a key index, whatever its key
+ * @sdev: the device
+ * @index: the key's upper bits
+ *
+ * For the operations that name a key that may be invalid: fast
+ * registration, invalidation and memory window binds; the caller checks
+ * kind, PD and key.
+ *
+ * Return: the MR or window entry, referenced (softmr_mr_put()), or NULL.
+ */
+struct softmr_mr *softmr_mr_by_index(struct softmr_dev *sdev, u32 index)
+{
 	struct softmr_mr *mr;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, key >> SOFTMR_MR_KEY_BITS);
-	/* acquire: a fast registration's fields before its key */
-	if (mr && (smp_load_acquire(&mr->key) != key ||
-		   !refcount_inc_not_zero(&mr->users)))
+	mr = xa_load(&sdev->mr_xa, index);
+	if (mr && !refcount_inc_not_zero(&mr->users))
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
@@ -189,11 +271,13 @@ static void softmr_mr_release(struct softmr_mr *mr)
 		break;
 	case SOFTMR_MR_DMA:
 	case SOFTMR_MR_DM:
+	case SOFTMR_MR_MW:
 		break;
 	}
 	softmr_odp_uncharge(mr->sdev, mr->odp_charged);
 	xa_destroy(&mr->children);
-	atomic_dec(&mr->sdev->mr_count);
+	atomic_dec(mr->kind == SOFTMR_MR_MW ? &mr->sdev->mw_count :
+		   &mr->sdev->mr_count);
 	kfree_rcu(mr, rcu);
 }
 
@@ -253,8 +337,11 @@ int softmr_mr_commit(struct softmr_mr *mr)
 		softmr_mr_abort(mr);
 		return err;
 	}
-	/* a fast-registration MR is reached only after its first REG_MR */
-	if (mr->kind != SOFTMR_MR_FRMR)
+	/*
+	 * A fast-registration MR is reached only after its first REG_MR, a
+	 * memory window only while bound.
+	 */
+	if (mr->kind != SOFTMR_MR_FRMR && mr->kind != SOFTMR_MR_MW)
 		mr->key = mr->ibmr.lkey;
 	softmr_mr_publish(mr);
 	return 0;
@@ -506,37 +593,37 @@ static bool softmr_rereg_keeps_translation(struct softmr_mr *mr,
 }
 
 /**
- * softmr_rereg_user_mr() - the rereg_user_mr verb
- * @ibmr: the MR
- * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
- * @start: new address (TRANS)
- * @length: new length (TRANS)
- * @iova: new iova (TRANS)
- * @access: new flags (ACCESS)
- * @ibpd: new PD (PD)
- * @udata: unused
+ * softmr_mr_close_mw() - refuse new window binds, unless windows are bound
+ * @mr: an MR about to be deregistered or registered anew
  *
- * A new translation, or a change between pinned and ODP, builds a new MR
- * with new keys that ib_core swaps in for the old one; a PD or access change
- * alone is made in place, unless it gains write access to pages that were
- * pinned read-only: then the memory is pinned again for writing, which
- * fails (EFAULT) where the user may not write it.
- *
- * Return: a new MR, NULL when changed in place, or an ERR_PTR.
+ * Return: 0 (no window is bound, none will bind), or -EBUSY.
  */
-struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
-				   u64 length, u64 iova, int access,
-				   struct ib_pd *ibpd, struct ib_udata *udata)
+int softmr_mr_close_mw(struct softmr_mr *mr)
 {
-	struct softmr_mr *old = to_smr(ibmr), *mr;
-	int new_access = (flags & IB_MR_REREG_ACCESS) ? access : old->access;
-	struct ib_pd *new_pd = (flags & IB_MR_REREG_PD) ? ibpd : ibmr->pd;
-	int err;
+	int err = 0;
 
-	if (flags & ~IB_MR_REREG_SUPPORTED)
-		return ERR_PTR(-EOPNOTSUPP);
-	if (old->kind == SOFTMR_MR_DMA)
-		return ERR_PTR(-EINVAL);
+	spin_lock(&mr->mw_lock);
+	if (mr->mw_bound)
+		err = -EBUSY;
+	else
+		mr->mw_closed = true;
+	spin_unlock(&mr->mw_lock);
+	return err;
+}
+
+static void softmr_mr_reopen_mw(struct softmr_mr *mr)
+{
+	spin_lock(&mr->mw_lock);
+	mr->mw_closed = false;
+	spin_unlock(&mr->mw_lock);
+}
+
+static struct ib_mr *softmr_rereg(struct softmr_mr *old, int flags,
+				  u64 start, u64 length, u64 iova,
+				  int new_access, struct ib_pd *new_pd)
+{
+	struct softmr_mr *mr;
+	int err;
 
 	if (!(flags & IB_MR_REREG_TRANS) &&
 	    !((new_access ^ old->access) & IB_ACCESS_ON_DEMAND) &&
@@ -576,22 +663,97 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 }
 
 /**
+ * softmr_rereg_user_mr() - the rereg_user_mr verb
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: new address (TRANS)
+ * @length: new length (TRANS)
+ * @iova: new iova (TRANS)
+ * @access: new flags (ACCESS)
+ * @ibpd: new PD (PD)
+ * @udata: unused
+ *
+ * A new translation, or a change between pinned and ODP, builds a new MR
+ * with new keys that ib_core swaps in for the old one; a PD or access change
+ * alone is made in place, unless it gains write access to pages that were
+ * pinned read-only: then the memory is pinned again for writing, which
+ * fails (EFAULT) where the user may not write it.
+ *
+ * Return: a new MR, NULL when changed in place, or an ERR_PTR.
+ */
+struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				   u64 length, u64 iova, int access,
+				   struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct softmr_mr *old = to_smr(ibmr);
+	int new_access = (flags & IB_MR_REREG_ACCESS) ? access : old->access;
+	struct ib_pd *new_pd = (flags & IB_MR_REREG_PD) ? ibpd : ibmr->pd;
+	struct ib_mr *mr;
+	int err;
+
+	if (flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (old->kind == SOFTMR_MR_DMA)
+		return ERR_PTR(-EINVAL);
+	/* a window bound to the MR keeps its translation, PD and rights */
+	err = softmr_mr_close_mw(old);
+	if (err)
+		return ERR_PTR(err);
+	mr = softmr_rereg(old, flags, start, length, iova, new_access, new_pd);
+	/*
+	 * The old MR stays (an error, or changed in place): windows may bind
+	 * again, checked against its new PD (ib_core writes the same value
+	 * after we return).
+	 */
+	if (!mr && (flags & IB_MR_REREG_PD))
+		WRITE_ONCE(ibmr->pd, new_pd);
+	if (IS_ERR_OR_NULL(mr))
+		softmr_mr_reopen_mw(old);
+	return mr;
+}
+
+/**
  * softmr_dereg_mr() - the dereg_mr verb
  * @ibmr: the MR
  * @udata: unused
  *
  * Waits for lookups in flight (data movers, queued prefetches) to finish.
  *
- * Return: 0.
+ * Return: 0, or -EBUSY while memory windows are bound to the MR.
  */
 int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct softmr_mr *mr = to_smr(ibmr);
+	int err = softmr_mr_close_mw(mr);
 
-	xa_erase(&mr->sdev->mr_xa, ibmr->lkey >> SOFTMR_MR_KEY_BITS);
-	softmr_mr_put(mr);
-	wait_for_completion(&mr->released);
+	if (err)
+		return err;
+	softmr_mr_unpublish_wait(mr);
 	softmr_count(mr->sdev, SOFTMR_CNT_MR_DEREG, 1);
 	softmr_mr_release(mr);
 	return 0;
 }
+
+/**
+ * softmr_mr_unpublish_wait() - make an entry unreachable and wait for its
+ *	lookups
+ * @mr: a committed MR or window entry; the registration's reference goes
+ *
+ * Return when no lookup holds @mr any more; softmr_mr_free() frees it.
+ */
+void softmr_mr_unpublish_wait(struct softmr_mr *mr)
+{
+	xa_erase(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS);
+	softmr_mr_put(mr);
+	wait_for_completion(&mr->released);
+}
+
+/**
+ * softmr_mr_free() - release an entry after softmr_mr_unpublish_wait()
+ * @mr: the entry
+ */
+void softmr_mr_free(struct softmr_mr *mr)
+{
+	softmr_mr_release(mr);
+}
+

@@ -188,6 +188,8 @@ int softmr_mr_copy_key(struct softmr_mr *mr, u32 key, u64 iova, void *buf,
 		return softmr_dmabuf_copy(mr, iova, buf, len, dir);
 	case SOFTMR_MR_FRMR:
 		return softmr_frmr_copy(mr, key, access, iova, buf, len, dir);
+	case SOFTMR_MR_MW:
+		return softmr_mw_copy(mr, key, iova, buf, len, dir, access);
 	case SOFTMR_MR_DM:
 		if (dir == SOFTMR_TO_MR)
 			memcpy(mr->dm_kaddr + (iova - mr->iova), buf, len);

@@ -36,6 +36,7 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_FAST_REGS].name = "fast_registrations",
 	[SOFTMR_CNT_LOCAL_INVS].name = "local_invalidations",
 	[SOFTMR_CNT_REMOTE_INVS].name = "remote_invalidations",
+	[SOFTMR_CNT_MW_BINDS].name = "mw_binds",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
@@ -67,6 +68,7 @@ static const char *const softmr_mr_kind_names[] = {
 	[SOFTMR_MR_DM] = "dm",
 	[SOFTMR_MR_DMABUF] = "dmabuf",
 	[SOFTMR_MR_FRMR] = "frmr",
+	[SOFTMR_MR_MW] = "mw",
 };
 
 /**

@@ -263,6 +263,7 @@ const struct ib_device_ops softmr_dev_ops = {
 	.alloc_dm = softmr_alloc_dm,
 	.alloc_hw_port_stats = softmr_alloc_hw_port_stats,
 	.alloc_mr = softmr_alloc_mr,
+	.alloc_mw = softmr_alloc_mw,
 	.alloc_pd = softmr_alloc_pd,
 	.create_cq = SOFTMR_OP_CREATE_CQ,
 	.alloc_ucontext = softmr_alloc_ucontext,
@@ -283,6 +284,7 @@ const struct ib_device_ops softmr_dev_ops = {
 	.query_srq = softmr_query_srq,
 	.dealloc_dm = softmr_dealloc_dm,
 	.dealloc_driver = softmr_dealloc_driver,
+	.dealloc_mw = softmr_dealloc_mw,
 	.dealloc_pd = softmr_dealloc_pd,
 	.dealloc_ucontext = softmr_dealloc_ucontext,
 	.dereg_mr = softmr_dereg_mr,
@@ -315,6 +317,7 @@ const struct ib_device_ops softmr_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, softmr_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, softmr_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, softmr_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_qp, softmr_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, softmr_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, softmr_pd, ibpd),

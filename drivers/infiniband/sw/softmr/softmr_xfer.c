@@ -130,8 +130,10 @@ static int softmr_frmr_spans_lock(struct softmr_span *a, struct softmr_span *b)
 	struct softmr_span *first = a, *second = b;
 
 	if (!softmr_span_frmr(a) || !softmr_span_frmr(b) || a->mr == b->mr) {
+		/* one hold for both sides of one MR, for both rights */
 		if (softmr_span_frmr(a) &&
-		    !softmr_frmr_lock(a->mr, a->key, a->access | b->access, 0))
+		    !softmr_frmr_lock(a->mr, a->key, a->access |
+				      (b->mr == a->mr ? b->access : 0), 0))
 			return -EFAULT;
 		if (softmr_span_frmr(b) && b->mr != a->mr &&
 		    !softmr_frmr_lock(b->mr, b->key, b->access, 0)) {
@@ -224,6 +226,8 @@ static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
 		*pofs = offset_in_page(phys);
 		page = pfn_to_page(PHYS_PFN(phys));
 		break;
+	case SOFTMR_MR_MW:	/* resolved to its MR (softmr_mw_xfer()) */
+		return NULL;
 	}
 	if (page)
 		*avail = PAGE_SIZE - *pofs;
@@ -281,6 +285,9 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 {
 	unsigned int retries = 0;
 
+	if (dst->kind == SOFTMR_MR_MW || src->kind == SOFTMR_MR_MW)
+		return softmr_mw_xfer(dst, dkey, daccess, diova, src, skey,
+				      saccess, siova, len);
 	while (len) {
 		u64 n = min_t(u64, len, SOFTMR_XFER_CHUNK);
 		struct softmr_span ss, ds;
@@ -357,6 +364,9 @@ int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
 	void *kaddr;
 	int err;
 
+	if (mr->kind == SOFTMR_MR_MW)
+		return softmr_mw_atomic(mr, key, iova, cmp_swap, compare_add,
+					swap, orig);
 	do {
 		if (retries++ > SOFTMR_XFER_RETRIES)
 			return -EFAULT;
