@@ -4,11 +4,15 @@
  * status page into a real user mapping of the test thread (kunit_vm_mmap()
  * on a file whose mmap is softmr_mmap()), read-only, at exactly the offset
  * and length of its entry; removing the entry unpublishes the offset.
+ * Device memory is a shared PFN mapping filled on fault, which
+ * get_user_pages() cannot pin and whose VMA holds the memory.
  */
 
 #include <kunit/test.h>
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
+#include <linux/genalloc.h>
+#include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/uaccess.h>
 
@@ -202,10 +206,93 @@ static void softmr_test_entry_lifecycle(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, abi, SOFTMR_UVERBS_ABI_VERSION);
 }
 
+/* The VMA's flags at @uaddr, 0 when nothing is mapped there. */
+static unsigned long vma_flags_at(unsigned long uaddr)
+{
+	struct vm_area_struct *vma;
+	unsigned long flags = 0;
+
+	mmap_read_lock(current->mm);
+	vma = vma_lookup(current->mm, uaddr);
+	if (vma)
+		flags = vma->vm_flags;
+	mmap_read_unlock(current->mm);
+	return flags;
+}
+
+/*
+ * DM: shared only; a PFN mapping (never marked for x86 PAT tracking, whose
+ * cleanup of a half-made remap_pfn_range() WARNs) filled on fault, page by
+ * page; get_user_pages() cannot pin it; the VMA keeps the range out of the
+ * pool after dealloc_dm until it is unmapped.
+ */
+static void softmr_test_dm_mapping(struct kunit *test)
+{
+	struct softmr_mmap_test_ctx *ctx = ctx_create(test, "softmr_kt23");
+	struct ib_dm_alloc_attr attr = { .length = 3 * PAGE_SIZE };
+	unsigned long uaddr, flags, len = 3 * PAGE_SIZE;
+	struct gen_pool *pool;
+	struct softmr_dm *dm;
+	struct ib_dm *ibdm;
+	struct page *page;
+	size_t avail;
+	u32 v = 0;
+	u8 *mem;
+	u64 off;
+
+	ibdm = softmr_alloc_dm(&ctx->sdev->ibdev, &ctx->suc->ibuc, &attr, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(ibdm));
+	ibdm->device = &ctx->sdev->ibdev;
+	ibdm->length = attr.length;
+	dm = to_sdm(ibdm);
+	mem = ctx->sdev->dm_mem + dm->offset;
+	pool = dm->chunk->area->pool;
+	off = rdma_user_mmap_get_offset(dm->mmap_entry);
+
+	/* a private, copy-on-write mapping is refused */
+	KUNIT_EXPECT_EQ(test, (long)kunit_vm_mmap(test, ctx->file, 0, len,
+						  PROT_READ | PROT_WRITE,
+						  MAP_PRIVATE, off), -EINVAL);
+
+	uaddr = map(test, ctx, len, PROT_READ | PROT_WRITE, off);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(uaddr));
+	flags = vma_flags_at(uaddr);
+	KUNIT_EXPECT_TRUE(test, flags & VM_PFNMAP);
+	KUNIT_EXPECT_TRUE(test, flags & VM_DONTEXPAND);
+#ifdef CONFIG_X86
+	KUNIT_EXPECT_FALSE(test, flags & VM_PAT);
+#endif
+	/* stores through the mapping land in DM, page by page as they fault */
+	KUNIT_EXPECT_EQ(test, put_user(0x5eed0002U,
+				       (u32 __user *)(uaddr + 2 * PAGE_SIZE + 8)),
+			0);
+	KUNIT_EXPECT_EQ(test, *(u32 *)(mem + 2 * PAGE_SIZE + 8), 0x5eed0002U);
+	*(u32 *)(mem + PAGE_SIZE) = 0x5eed0001U;
+	KUNIT_EXPECT_EQ(test, get_user(v, (u32 __user *)(uaddr + PAGE_SIZE)), 0);
+	KUNIT_EXPECT_EQ(test, v, 0x5eed0001U);
+	/* nothing can pin it */
+	KUNIT_EXPECT_LT(test, pin_user_pages_fast(uaddr, 1,
+						  FOLL_WRITE | FOLL_LONGTERM,
+						  &page), 0);
+
+	/* after dealloc_dm the mapping still holds the range */
+	avail = gen_pool_avail(pool);
+	KUNIT_EXPECT_EQ(test, softmr_dealloc_dm(ibdm, NULL), 0);
+	KUNIT_EXPECT_EQ(test, gen_pool_avail(pool), avail);
+	KUNIT_EXPECT_EQ(test, get_user(v, (u32 __user *)(uaddr + PAGE_SIZE)), 0);
+	KUNIT_EXPECT_EQ(test, v, 0x5eed0001U);
+	KUNIT_EXPECT_EQ(test, get_user(v, (u32 __user *)uaddr), 0);
+	KUNIT_EXPECT_EQ(test, v, 0);
+	/* the last mapping gone, the range is back in the pool */
+	KUNIT_EXPECT_EQ(test, vm_munmap(uaddr, len), 0);
+	KUNIT_EXPECT_EQ(test, gen_pool_avail(pool), avail + len);
+}
+
 static struct kunit_case softmr_mmap_cases[] = {
 	KUNIT_CASE(softmr_test_status_mapping),
 	KUNIT_CASE(softmr_test_mapping_rules),
 	KUNIT_CASE(softmr_test_entry_lifecycle),
+	KUNIT_CASE(softmr_test_dm_mapping),
 	{}
 };
 

@@ -3,16 +3,143 @@
  * softmr_dm - device memory as ibv_alloc_dm(3) describes it: max_dm_size,
  * allocation, alignment, exhaustion (ENOMEM), memcpy round trips with
  * bounds checks, fresh allocations zeroed, reg_dm_mr's ZERO_BASED rule and
- * range checks, EBUSY on free while an MR uses the DM, and counters.
+ * range checks, EBUSY on free while an MR uses the DM, and counters; the
+ * DM mapping (a PFN mapping filled on fault) through fork, mprotect, a
+ * hole, mremap, and ibv_reg_mr on it refused.
  *
  * usage: softmr_dm [DEVICE]
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include "softmr_test.h"
+/* the provider's DM object: its mapping */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <infiniband/driver.h>
+#include "../providers/softmr/softmr.h"
+#pragma GCC diagnostic pop
+
+#define PG 4096
+#define MAP_PAGES 4
+
+/* Page @i of the test pattern of seed @seed, at @p. */
+static void fill(uint8_t *p, int i, uint8_t seed)
+{
+	int j;
+
+	for (j = 0; j < PG; j++)
+		p[j] = (uint8_t)(seed + i * 31 + j * 7);
+}
+
+static int same(const uint8_t *p, int i, uint8_t seed)
+{
+	uint8_t want[PG];
+
+	fill(want, i, seed);
+	return !memcmp(p, want, PG);
+}
+
+/*
+ * The provider's mapping of a DM allocation: pages reach the same memory
+ * as memcpy_to_dm, a forked child sees them (also the ones the parent never
+ * touched) and writes back, mprotect keeps them, a hole in the middle
+ * leaves the rest, mremap moves them, MAP_PRIVATE and ibv_reg_mr on the
+ * mapping are refused.
+ */
+static void dm_mapping(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_alloc_dm_attr a = { .length = MAP_PAGES * PG };
+	uint8_t buf[PG], *map, *moved;
+	struct ibv_mr *mr;
+	struct ibv_dm *dm;
+	int i, st = -1;
+	pid_t pid;
+
+	dm = ibv_alloc_dm(ctx, &a);
+	CHECK(dm != NULL, "alloc_dm %d pages: %s", MAP_PAGES, strerror(errno));
+	if (!dm)
+		return;
+	map = to_sdm(dm)->addr;
+	/* pages 0 and 1 by memcpy_to_dm, page 2 by a store */
+	for (i = 0; i < 2; i++) {
+		fill(buf, i, 0x31);
+		ibv_memcpy_to_dm(dm, i * PG, buf, PG);
+	}
+	fill(map + 2 * PG, 2, 0x31);
+	CHECK(same(map, 0, 0x31) && same(map + PG, 1, 0x31),
+	      "the mapping shows what memcpy_to_dm wrote");
+	CHECK(ibv_memcpy_from_dm(buf, dm, 2 * PG, PG) == 0 && same(buf, 2, 0x31),
+	      "memcpy_from_dm shows what a store through the mapping wrote");
+
+	/* fork: the child reads every page (3 never touched) and writes 3 */
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		int ok = same(map, 0, 0x31) && same(map + 2 * PG, 2, 0x31);
+
+		for (i = 0; i < PG && ok; i++)
+			ok = !map[3 * PG + i];
+		fill(map + 3 * PG, 3, 0x47);
+		_exit(ok ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      !WEXITSTATUS(st), "a forked child reads the mapping's pages");
+	CHECK(same(map + 3 * PG, 3, 0x47),
+	      "a forked child's store is in the shared DM");
+
+	/* the mapping is not memory ibv_reg_mr can pin */
+	errno = 0;
+	mr = ibv_reg_mr(pd, map, MAP_PAGES * PG, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr && errno == EFAULT, "ibv_reg_mr on the DM mapping: EFAULT (%s)",
+	      mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	/* read-only and back */
+	CHECK(mprotect(map, MAP_PAGES * PG, PROT_READ) == 0 &&
+	      same(map + PG, 1, 0x31) &&
+	      mprotect(map, MAP_PAGES * PG, PROT_READ | PROT_WRITE) == 0,
+	      "mprotect read-only keeps the pages");
+	map[5] = 0x99;
+	CHECK(ibv_memcpy_from_dm(buf, dm, 0, 8) == 0 && buf[5] == 0x99,
+	      "stores after mprotect read-write reach DM");
+	map[5] = (uint8_t)(0x31 + 5 * 7);
+
+	/*
+	 * A hole in the middle, then the last two pages moved away; what is
+	 * cut out is refilled with PROT_NONE so that nothing else lands in
+	 * the range free_dm unmaps.
+	 */
+	CHECK(munmap(map + PG, PG) == 0 &&
+	      mmap(map + PG, PG, PROT_NONE, MAP_FIXED | MAP_PRIVATE |
+		   MAP_ANONYMOUS, -1, 0) == map + PG,
+	      "munmap of one page of the mapping");
+	CHECK(same(map, 0, 0x31) && same(map + 2 * PG, 2, 0x31),
+	      "the pages beside the hole are intact");
+	moved = mmap(NULL, 2 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (moved != MAP_FAILED)
+		moved = mremap(map + 2 * PG, 2 * PG, 2 * PG,
+			       MREMAP_MAYMOVE | MREMAP_FIXED, moved);
+	CHECK(moved != MAP_FAILED && moved != map + 2 * PG &&
+	      same(moved, 2, 0x31) && same(moved + PG, 3, 0x47),
+	      "mremap moves two pages with their bytes");
+	if (moved != MAP_FAILED) {
+		/* a store at the new address, then back where the provider reads */
+		moved[PG] ^= 0xff;
+		CHECK(mremap(moved, 2 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_FIXED,
+			     map + 2 * PG) == map + 2 * PG &&
+		      ibv_memcpy_from_dm(buf, dm, 3 * PG, 8) == 0 &&
+		      buf[0] == (uint8_t)~(uint8_t)(0x47 + 3 * 31),
+		      "a store at the new address reaches DM; mremap moves it back");
+	}
+	CHECK(ibv_free_dm(dm) == 0, "free_dm after the mapping was cut up");
+}
 
 static struct ibv_dm *alloc(struct ibv_context *ctx, size_t len, int align)
 {
@@ -133,6 +260,7 @@ int main(int argc, char **argv)
 		      out[0] == 0 && out[255] == 0, "reallocated DM zeroed");
 		CHECK(ibv_free_dm(dm) == 0, "free whole");
 	}
+	dm_mapping(ctx, pd);
 	CHECK(st_counter(name, "dm_bytes_in_use") == 0, "no DM in use");
 
 	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");

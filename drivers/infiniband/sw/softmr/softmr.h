@@ -915,6 +915,9 @@ struct rdma_user_mmap_entry *
 softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
 			    struct softmr_dm_chunk *chunk);
 int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+vm_fault_t softmr_dm_fault(struct vm_fault *vmf);
+int softmr_dm_pfnmap(struct vm_area_struct *vma, struct softmr_dm_chunk *chunk,
+		     const struct vm_operations_struct *ops);
 void softmr_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 
 /* softmr_ioctl.c: the driver-specific uverbs namespace */

@@ -72,26 +72,26 @@ static void softmr_dm_dmabuf_vunmap(struct dma_buf *buf, struct iosys_map *map)
 {
 }
 
+/* Mappings of an exported dma-buf: the dma-buf (the VMA's file) holds the chunk. */
+static const struct vm_operations_struct softmr_dm_dmabuf_vm_ops = {
+	.fault = softmr_dm_fault,
+};
+
 static int softmr_dm_dmabuf_mmap(struct dma_buf *buf,
 				 struct vm_area_struct *vma)
 {
 	struct softmr_dm_chunk *chunk = buf->priv;
 	unsigned long pages = vma_pages(vma);
 
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
 	if (vma->vm_pgoff > chunk->size >> PAGE_SHIFT ||
 	    pages > (chunk->size >> PAGE_SHIFT) - vma->vm_pgoff)
 		return -EINVAL;
 	/*
-	 * A PFN mapping, as for the DM mapping itself: get_user_pages()
-	 * cannot pin it, so nothing reaches the range after the dma-buf (held
-	 * by the mapping's file) lets the memory go.
+	 * A PFN mapping, as for the DM mapping itself (vm_pgoff is the page
+	 * index in the chunk): get_user_pages() cannot pin it, so nothing
+	 * reaches the range after the dma-buf lets the memory go.
 	 */
-	return remap_pfn_range(vma, vma->vm_start,
-			       PHYS_PFN(virt_to_phys(softmr_dm_chunk_kaddr(chunk))) +
-			       vma->vm_pgoff,
-			       vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	return softmr_dm_pfnmap(vma, chunk, &softmr_dm_dmabuf_vm_ops);
 }
 
 static void softmr_dm_dmabuf_release(struct dma_buf *buf)

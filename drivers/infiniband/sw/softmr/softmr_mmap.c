@@ -12,11 +12,13 @@
  *    the ring is freed with the entry's last reference, so an mmap() in
  *    flight (it holds the entry) never inserts freed pages.  The status
  *    page belongs to the device.  These entries are not tied to VMAs.
- *  - device memory: a PFN mapping (remap_pfn_range()), as a device's BAR
- *    is mapped, so get_user_pages() cannot pin it and no MR outlives the
- *    mapping.  Every VMA holds a reference on the DM allocation's memory
- *    (its own vm_ops: open on fork, split and mremap takes one, close
- *    drops it; neither can fail), so the range returns to the pool only
+ *  - device memory: a PFN mapping (VM_PFNMAP), as a device's BAR is
+ *    mapped, so get_user_pages() cannot pin it and no MR outlives the
+ *    mapping.  Its pages are inserted on fault (softmr_dm_fault()), not by
+ *    remap_pfn_range() at mmap() time: see there.  Every VMA holds a
+ *    reference on the DM allocation's memory (its own vm_ops: open on
+ *    fork, split and mremap takes one, close drops it; neither can fail),
+ *    so the range returns to the pool only
  *    when the last VMA is gone.  After a disassociation the mapping stays,
  *    with memory that no one else can get (the device and its pool are
  *    gone).  The VMAs hold the module too: their vm_ops are its code.
@@ -163,26 +165,74 @@ static void softmr_dm_vma_close(struct vm_area_struct *vma)
 	module_put(THIS_MODULE);
 }
 
+/**
+ * softmr_dm_fault() - the fault handler of DM mappings: insert one page
+ * @vmf: the fault; the VMA's vm_private_data is the DM chunk and
+ *	vmf->pgoff the page's index in it
+ *
+ * DM is a PFN mapping filled page by page here with vmf_insert_pfn(), not
+ * at mmap() time with remap_pfn_range().  On x86, a remap_pfn_range() over
+ * the whole VMA marks it for PAT tracking (VM_PAT), and when it fails part
+ * way (a page table that cannot be allocated) the zap of the half-made
+ * mapping asks PAT for the VMA's first PTE, finds none and WARNs
+ * (get_pat_info() on 6.12).  A PFN inserted on fault is tracked per page
+ * and never marks the VMA; a failed insertion fails only that fault.
+ *
+ * Return: VM_FAULT_NOPAGE with the page mapped, VM_FAULT_SIGBUS beyond the
+ * chunk, VM_FAULT_OOM when a page table cannot be allocated.
+ */
+vm_fault_t softmr_dm_fault(struct vm_fault *vmf)
+{
+	struct softmr_dm_chunk *chunk = vmf->vma->vm_private_data;
+	unsigned long pfn;
+
+	if (vmf->pgoff >= chunk->size >> PAGE_SHIFT)
+		return VM_FAULT_SIGBUS;
+	pfn = PHYS_PFN(virt_to_phys(chunk->area->mem + chunk->offset));
+	return vmf_insert_pfn(vmf->vma, vmf->address, pfn + vmf->pgoff);
+}
+
+/**
+ * softmr_dm_pfnmap() - make a VMA a PFN mapping of DM filled on fault
+ * @vma: the shared mapping; its vm_pgoff must be the index in @chunk of its
+ *	first page
+ * @chunk: the memory
+ * @ops: the VMA's operations, with softmr_dm_fault() as .fault
+ *
+ * Return: 0, or -EINVAL for a private (copy-on-write) mapping.
+ */
+int softmr_dm_pfnmap(struct vm_area_struct *vma, struct softmr_dm_chunk *chunk,
+		     const struct vm_operations_struct *ops)
+{
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_private_data = chunk;
+	vma->vm_ops = ops;
+	return 0;
+}
+
 static const struct vm_operations_struct softmr_dm_vm_ops = {
 	.open = softmr_dm_vma_open,
 	.close = softmr_dm_vma_close,
+	.fault = softmr_dm_fault,
 };
 
-/* Map DM as a PFN mapping whose VMA holds the allocation's memory. */
+/*
+ * Map DM as a PFN mapping whose VMA holds the allocation's memory.  The
+ * mmap offset named the entry; from here on vm_pgoff is the page index in
+ * the chunk (as DRM's GEM mappings rebase it), which splits and mremap()
+ * keep right.
+ */
 static int softmr_mmap_dm(struct vm_area_struct *vma,
-			  struct softmr_dm_chunk *chunk, void *kaddr)
+			  struct softmr_dm_chunk *chunk)
 {
 	int err;
 
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	err = remap_pfn_range(vma, vma->vm_start,
-			      PHYS_PFN(virt_to_phys(kaddr)),
-			      vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	vma->vm_pgoff = 0;
+	err = softmr_dm_pfnmap(vma, chunk, &softmr_dm_vm_ops);
 	if (err)
 		return err;
-	vma->vm_private_data = chunk;
-	vma->vm_ops = &softmr_dm_vm_ops;
 	softmr_dm_vma_open(vma);
 	return 0;
 }
@@ -230,7 +280,7 @@ int softmr_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	if (e->chunk)
-		err = softmr_mmap_dm(vma, e->chunk, e->kaddr);
+		err = softmr_mmap_dm(vma, e->chunk);
 	else
 		err = softmr_mmap_vmalloc(vma, e->kaddr);
 out:
