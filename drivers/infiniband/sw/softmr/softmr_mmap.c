@@ -199,12 +199,14 @@ vm_fault_t softmr_dm_fault(struct vm_fault *vmf)
  * @chunk: the memory
  * @ops: the VMA's operations, with softmr_dm_fault() as .fault
  *
- * Return: 0, or -EINVAL for a private (copy-on-write) mapping.
+ * Return: 0, or -EINVAL for a private (copy-on-write) mapping or one an
+ * importer of an exported dma-buf already made VM_MIXEDMAP (PFN insertion
+ * into such a VMA is a BUG).
  */
 int softmr_dm_pfnmap(struct vm_area_struct *vma, struct softmr_dm_chunk *chunk,
 		     const struct vm_operations_struct *ops)
 {
-	if (!(vma->vm_flags & VM_SHARED))
+	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_MIXEDMAP))
 		return -EINVAL;
 	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = chunk;
