@@ -113,3 +113,15 @@ softmr_kernel() {
 	SOFTMR_KO=$SOFTMR_MOD_DIR/drivers/infiniband/sw/softmr/softmr.ko
 	SOFTMR_ABI_KO=$SOFTMR_ABI_DIR/drivers/infiniband/sw/softmr/softmr.ko
 }
+
+# softmr_kernel_suite KERNEL: build softmr.ko and the abi-mismatch module for
+# a test kernel and run the VM suite on it (SOFTMR_TESTS / SOFTMR_SKIP_TESTS
+# narrow it) from the top of the clone.  Exports SOFTMR_KERNEL, so callers
+# run it in a subshell.  Returns 2 when the build fails, else the suite's
+# status.  Used by scripts/check and scripts/matrix.
+softmr_kernel_suite() {
+	export SOFTMR_KERNEL=$1
+	"$SOFTMR_TOP/scripts/build-module" modules >/dev/null &&
+		"$SOFTMR_TOP/scripts/build-tests" || return 2
+	(cd "$SOFTMR_TOP" && scripts/vm-run userspace/tests/run-all)
+}
