@@ -145,15 +145,8 @@ int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
 
-	ctx = st_open_dev(dev);
-	if (!ctx) {
-		printf("cannot open %s\n", dev);
+	if (st_setup(dev))
 		return 1;
-	}
-	gid_index = find_gid();
-	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
-	pd = ibv_alloc_pd(ctx);
-	CHECK(pd != NULL, "PD");
 	if (pd) {
 		test_dm_traffic();
 		CHECK(!ibv_dealloc_pd(pd), "dealloc PD");

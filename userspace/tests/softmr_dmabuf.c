@@ -335,15 +335,8 @@ int main(int argc, char **argv)
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
 	struct dbuf u = { .fd = -1, .memfd = -1 }, h = u, m = u;
 
-	ctx = st_open_dev(dev);
-	if (!ctx) {
-		printf("cannot open %s\n", dev);
+	if (st_setup(dev))
 		return 1;
-	}
-	gid_index = find_gid();
-	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
-	pd = ibv_alloc_pd(ctx);
-	CHECK(pd != NULL, "PD");
 	if (!pd)
 		return st_finish("softmr_dmabuf");
 

@@ -386,14 +386,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		dev = argv[1];
-	ctx = st_open_dev(dev);
-	if (!ctx) {
-		printf("cannot open %s\n", dev);
+	if (st_setup(dev))
 		return 1;
-	}
-	gid_index = find_gid();
-	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
-	pd = ibv_alloc_pd(ctx);
 	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	src = mmap(NULL, LEN, PROT_READ | PROT_WRITE,

@@ -611,14 +611,8 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr, *odp, *imp;
 	uint8_t *buf;
 
-	ctx = st_open_dev(dev);
-	if (!ctx) {
-		printf("cannot open %s\n", dev);
+	if (st_setup(dev))
 		return 1;
-	}
-	gid_index = find_gid();
-	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
-	pd = ibv_alloc_pd(ctx);
 	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |

@@ -53,6 +53,25 @@ static inline int find_gid(void)
 	return -1;
 }
 
+/*
+ * The start of every QP test: open @dev into ctx, find its RoCE v2 GID of
+ * 127.0.0.1 into gid_index and allocate pd (both checked).  -1 (said) when
+ * the device cannot be opened.
+ */
+static inline int st_setup(const char *dev)
+{
+	ctx = st_open_dev(dev);
+	if (!ctx) {
+		printf("cannot open %s\n", dev);
+		return -1;
+	}
+	gid_index = find_gid();
+	CHECK(gid_index >= 0, "RoCE v2 GID of 127.0.0.1");
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd != NULL, "PD");
+	return 0;
+}
+
 /* Poll one completion (5 s at most); 0 when one came. */
 static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
