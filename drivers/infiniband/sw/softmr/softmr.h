@@ -944,6 +944,12 @@ void softmr_mr_report_leaks(struct softmr_dev *sdev);
 unsigned int softmr_xa_in_use(struct xarray *xa);
 
 /* device memory lifetime and dma-buf export (softmr_dm.c, softmr_dm_export.c) */
+/* The kernel address of a DM allocation's memory. */
+static inline void *softmr_dm_chunk_kaddr(struct softmr_dm_chunk *chunk)
+{
+	return chunk->area->mem + chunk->offset;
+}
+
 void softmr_dm_chunk_put(struct softmr_dm_chunk *chunk);
 extern const struct uapi_definition softmr_dm_export_defs[];
 extern const struct uapi_definition softmr_import_defs[];

@@ -17,11 +17,6 @@
 
 #include "softmr.h"
 
-static void *softmr_dm_chunk_kaddr(struct softmr_dm_chunk *chunk)
-{
-	return chunk->area->mem + chunk->offset;
-}
-
 static struct sg_table *softmr_dm_map_dma_buf(struct dma_buf_attachment *attach,
 					      enum dma_data_direction dir)
 {

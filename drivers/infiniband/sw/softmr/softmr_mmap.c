@@ -18,10 +18,10 @@
  *    remap_pfn_range() at mmap() time: see there.  Every VMA holds a
  *    reference on the DM allocation's memory (its own vm_ops: open on
  *    fork, split and mremap takes one, close drops it; neither can fail),
- *    so the range returns to the pool only
- *    when the last VMA is gone.  After a disassociation the mapping stays,
- *    with memory that no one else can get (the device and its pool are
- *    gone).  The VMAs hold the module too: their vm_ops are its code.
+ *    so the range returns to the pool only when the last VMA is gone.
+ *    After a disassociation the mapping stays, with memory that no one
+ *    else can get (the device and its pool are gone).  The VMAs hold the
+ *    module too: their vm_ops are its code.
  *    (ib_core's rdma_user_mmap_io() is not used: its VMA tracking can fail
  *    on fork and leave an untracked mapping, and on 6.12 it orders the
  *    uverbs disassociation lock against mmap_lock both ways.)
@@ -144,7 +144,7 @@ softmr_mmap_entry_insert_dm(struct ib_ucontext *ibuc,
 	struct rdma_user_mmap_entry *rdma_entry;
 
 	rdma_entry = softmr_mmap_entry_insert(ibuc,
-					      chunk->area->mem + chunk->offset,
+					      softmr_dm_chunk_kaddr(chunk),
 					      chunk->size, true);
 	if (!IS_ERR(rdma_entry))
 		to_smmap(rdma_entry)->chunk = chunk;
@@ -188,7 +188,7 @@ vm_fault_t softmr_dm_fault(struct vm_fault *vmf)
 
 	if (vmf->pgoff >= chunk->size >> PAGE_SHIFT)
 		return VM_FAULT_SIGBUS;
-	pfn = PHYS_PFN(virt_to_phys(chunk->area->mem + chunk->offset));
+	pfn = PHYS_PFN(virt_to_phys(softmr_dm_chunk_kaddr(chunk)));
 	return vmf_insert_pfn(vmf->vma, vmf->address, pfn + vmf->pgoff);
 }
 
