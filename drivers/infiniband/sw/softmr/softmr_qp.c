@@ -455,8 +455,12 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		softmr_rq_flush(qp);
 		break;
 	case IB_QPS_RTS:
-		/* WQEs posted before RTS run now */
-		softmr_qp_kick(qp);
+		/*
+		 * WQEs posted before RTS run now, in this context: a worker
+		 * kicked here could also run a WQE posted after this call
+		 * returns, before its owner rings the doorbell.
+		 */
+		softmr_qp_run(qp);
 		break;
 	case IB_QPS_SQD:
 		/* WQEs run to completion when taken: the SQ is drained */
