@@ -6,6 +6,9 @@
 #   make demo      install what is missing, build, boot the test kernel, show
 #                  softmr0 and the ib_write_bw baseline
 #   make check     everything: build, lint, KUnit under UML, the VM suite
+#   make install   as root: softmr.ko through DKMS and rdma-core with the
+#                  softmr provider for every program (scripts/install)
+#   make uninstall as root: removes all of it again (scripts/uninstall)
 #
 # Other targets: deps module provider tests kunit vmtest lint matrix bench
 # fuzz clean.
@@ -30,11 +33,14 @@ deps:
 module: deps
 	scripts/build-module modules
 
+# The in-place build the tests use, and the one `make install` installs.
 provider: deps
 	scripts/build-provider >/dev/null
+	scripts/build-provider --system >/dev/null
 
 tests: provider
 	scripts/build-tests
+	scripts/build-perftest >/dev/null
 
 # KUnit under UML, then the same suites (and the ones UML cannot run) as a
 # module on the debug kernel under QEMU (scripts/kunit-qemu; vm-run needs
@@ -65,8 +71,16 @@ check: all
 fuzz: module provider tests
 	scripts/fuzz
 
+# No prerequisites: scripts/install checks the machine before it builds.
+install:
+	scripts/install
+
+uninstall:
+	scripts/uninstall
+
 clean:
 	-scripts/build-module clean
 	rm -rf userspace/tests/build .out
 
-.PHONY: all deps module provider tests kunit vmtest lint matrix demo bench check fuzz clean
+.PHONY: all deps module provider tests kunit vmtest lint matrix demo bench check fuzz \
+	install uninstall clean

@@ -5,6 +5,8 @@
 SOFTMR_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SOFTMR_CACHE=${SOFTMR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/softmr}
 RDMA_CORE_VER=${RDMA_CORE_VER:-65.0}
+# where `make install` puts the rdma-core build carrying the provider
+SOFTMR_RDMA_PREFIX=/opt/softmr/rdma-core
 KSRC_SERIES=${KSRC_SERIES:-6.12}
 
 APT_DIR=$SOFTMR_CACHE/apt
@@ -125,3 +127,13 @@ softmr_kernel_suite() {
 		"$SOFTMR_TOP/scripts/build-tests" || return 2
 	(cd "$SOFTMR_TOP" && scripts/vm-run userspace/tests/run-all)
 }
+
+# The version `make install` gives DKMS: the commit's date and hash
+# (20261123.89a22f9), or "0" outside a git checkout.
+softmr_version() {
+	git -C "$SOFTMR_TOP" log -1 --format=%cd.%h --date=format:%Y%m%d 2>/dev/null || echo 0
+}
+
+# What `make install` puts on the machine (scripts/install, scripts/uninstall).
+SOFTMR_LDCONF=/etc/ld.so.conf.d/00-softmr-rdma-core.conf
+SOFTMR_RDMA_ETC=/etc/opt/softmr/rdma-core

@@ -88,7 +88,7 @@ static void check_device(struct ibv_context *ctx)
 	      "QP/SRQ limits: max_qp %d max_srq %d max_qp_wr %d max_sge %d",
 	      dx.orig_attr.max_qp, dx.orig_attr.max_srq,
 	      dx.orig_attr.max_qp_wr, dx.orig_attr.max_sge);
-	CHECK(dx.orig_attr.max_cq == 0x4000 && dx.orig_attr.max_cqe == 0xffff,
+	CHECK(dx.orig_attr.max_cq == 0x4000 && dx.orig_attr.max_cqe == 0xfffff,
 	      "max_cq %d max_cqe %d", dx.orig_attr.max_cq,
 	      dx.orig_attr.max_cqe);
 	CHECK(dx.orig_attr.max_mr == 0x100000, "max_mr %d",

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 			}
 	}
 	errno = 0;
-	cq = ibv_create_cq(ctx, 0x10000, NULL, NULL, 0);
+	cq = ibv_create_cq(ctx, 0x100000, NULL, NULL, 0);
 	CHECK_ERRNO(cq == NULL, EINVAL, "cqe above max_cqe");
 	errno = 0;
 	cq = ibv_create_cq(ctx, 0, NULL, NULL, 0);
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		CHECK(ibv_resize_cq(cq, 4) == 0, "resize to 4");
 		CHECK(cq->cqe >= 4 && cq->cqe < 500, "cqe after shrink %d",
 		      cq->cqe);
-		CHECK(ibv_resize_cq(cq, 0x10000) == EINVAL,
+		CHECK(ibv_resize_cq(cq, 0x100000) == EINVAL,
 		      "resize above max_cqe");
 		CHECK(ibv_resize_cq(cq, 0) == EINVAL, "resize to 0");
 		CHECK(ibv_poll_cq(cq, 8, wc) == 0, "poll after failed resize");

@@ -42,7 +42,7 @@
 #define SOFTMR_MAX_PD		0x10000
 #define SOFTMR_MAX_MR		0x100000
 #define SOFTMR_MAX_CQ		0x4000
-#define SOFTMR_MAX_CQE		0xffff
+#define SOFTMR_MAX_CQE		0xfffff
 #define SOFTMR_MAX_MR_SIZE	BIT_ULL(46)	/* 64 TiB */
 #define SOFTMR_MAX_QP		0x10000
 #define SOFTMR_MAX_QP_WR	0x4000

@@ -289,6 +289,26 @@ static enum rdma_network_type softmr_av_net_type(const struct softmr_av *av)
 	       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
 }
 
+/*
+ * What a user space UD completion carries in its SL: the received frame's
+ * kind, where ConnectX reports it for RoCE (bit 3: UDP, i.e. RoCE v2; bits
+ * 2:0: 0 GRH, 1 IPv6, 2 IPv4).  ibv_wc has no network header type, and
+ * UCX's UD transport reads it there to find the destination address in the
+ * 40 bytes of GRH (the last 4 for IPv4): with 0 it drops every IPv4
+ * datagram.  RoCE has no SL of its own; kernel CQs get network_hdr_type.
+ */
+static u8 softmr_av_roce_pkt_type(const struct softmr_av *av)
+{
+	switch (softmr_av_net_type(av)) {
+	case RDMA_NETWORK_IPV4:
+		return 0x8 | 0x2;
+	case RDMA_NETWORK_IPV6:
+		return 0x8 | 0x1;
+	default:
+		return 0;
+	}
+}
+
 /* Complete a receive WQE of @qp (its RQ lock held). */
 static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 				 enum ib_wc_status status, u32 opcode,
@@ -321,6 +341,8 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 			/* kernel CQs report it as ib_wc.network_hdr_type */
 			if (!to_scq(qp->ibqp.recv_cq)->is_user)
 				wc.reserved = softmr_av_net_type(&req->av);
+			else
+				wc.sl = softmr_av_roce_pkt_type(&req->av);
 		}
 		solicited = req->wqe->flags & SOFTMR_SEND_SOLICITED;
 	}
@@ -852,13 +874,16 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
 				    wqe->wr.ud.remote_qpn);
 	req->peer = peer;
-	if (!peer)
-		return IB_WC_SUCCESS;	/* nobody there: the datagram is lost */
+	if (!peer) {	/* nobody there: the datagram is lost */
+		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
+		return IB_WC_SUCCESS;
+	}
 	qkey = wqe->wr.ud.remote_qkey;
 	if (qkey & 0x80000000)
 		qkey = qp->attr.qkey;
 	if (!softmr_qp_datagram(peer) || !softmr_qp_receives(peer) ||
 	    qkey != READ_ONCE(peer->attr.qkey)) {
+		softmr_count(peer->sdev, SOFTMR_CNT_UD_DROPS, 1);
 		softmr_qp_put(peer);
 		req->peer = NULL;
 	}
