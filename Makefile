@@ -9,6 +9,7 @@
 #   make install   as root: softmr.ko through DKMS and rdma-core with the
 #                  softmr provider for every program (scripts/install)
 #   make uninstall as root: removes all of it again (scripts/uninstall)
+#   make install-test  both in the test VM (part of make check)
 #
 # Other targets: deps module provider tests kunit vmtest lint matrix bench
 # fuzz clean.
@@ -78,9 +79,15 @@ install:
 uninstall:
 	scripts/uninstall
 
+# make install and make uninstall in the test VM, the system's programs in
+# between (userspace/tests/install-test); DKMS builds the module here.
+install-test: module provider tests
+	SOFTMR_DKMS_TARBALL=$$(scripts/build-dkms-tarball) SOFTMR_TESTS=install \
+		scripts/vm-run userspace/tests/run-all
+
 clean:
 	-scripts/build-module clean
 	rm -rf userspace/tests/build .out
 
 .PHONY: all deps module provider tests kunit vmtest lint matrix demo bench check fuzz \
-	install uninstall clean
+	install uninstall install-test clean

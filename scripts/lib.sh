@@ -137,3 +137,19 @@ softmr_version() {
 # What `make install` puts on the machine (scripts/install, scripts/uninstall).
 SOFTMR_LDCONF=/etc/ld.so.conf.d/00-softmr-rdma-core.conf
 SOFTMR_RDMA_ETC=/etc/opt/softmr/rdma-core
+# Debian programs scripts/install diverted (dpkg-divert), one path a line.
+SOFTMR_DIVERSIONS=/opt/softmr/diversions
+
+# Take back the diversions of a previous make install: each program gets
+# its own file back.
+softmr_undivert() {
+	local f
+	[ -f "$SOFTMR_DIVERSIONS" ] || return 0
+	while read -r f; do
+		[ -n "$f" ] || continue
+		[ -L "$f" ] && rm -f "$f"
+		dpkg-divert --local --rename --divert "$f.softmr-distrib" \
+			--remove "$f" >/dev/null
+	done <"$SOFTMR_DIVERSIONS"
+	rm -f "$SOFTMR_DIVERSIONS"
+}
