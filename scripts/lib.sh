@@ -5,8 +5,10 @@
 SOFTMR_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SOFTMR_CACHE=${SOFTMR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/softmr}
 RDMA_CORE_VER=${RDMA_CORE_VER:-65.0}
-# where `make install` puts the rdma-core build carrying the provider
+# where `make install` puts the rdma-core build carrying the provider, and
+# where scripts/build-provider --system stages it
 SOFTMR_RDMA_PREFIX=/opt/softmr/rdma-core
+SOFTMR_RDMA_STAGE=$SOFTMR_CACHE/rdma-core/$RDMA_CORE_VER/system-stage
 KSRC_SERIES=${KSRC_SERIES:-6.12}
 
 APT_DIR=$SOFTMR_CACHE/apt
@@ -132,6 +134,27 @@ softmr_kernel_suite() {
 # (20261123.89a22f9), or "0" outside a git checkout.
 softmr_version() {
 	git -C "$SOFTMR_TOP" log -1 --format=%cd.%h --date=format:%Y%m%d 2>/dev/null || echo 0
+}
+
+# softmr_dkms_tree DIR VERSION: the tree DKMS builds from (Kbuild, the
+# driver, the uapi header, dkms.conf with VERSION), in DIR.
+softmr_dkms_tree() {
+	mkdir -p "$1"
+	softmr_copy_kernel_tree "$1"
+	sed "s/@VERSION@/$2/" "$SOFTMR_TOP/dkms.conf" >"$1/dkms.conf"
+}
+
+# The versions of softmr DKMS has (any of its options, e.g. --dkmstree, go
+# to dkms status), one a line.
+softmr_dkms_versions() {
+	dkms status -m softmr "$@" 2>/dev/null |
+		sed -n 's|^softmr/\([^,:]*\).*|\1|p' | sort -u
+}
+
+# The build of the newest perftest (scripts/build-perftest), from the
+# PERFTEST_SRC that scripts/deps records.
+softmr_perftest_build() {
+	echo "${PERFTEST_SRC%/src}/build-rdma-core-$RDMA_CORE_VER"
 }
 
 # What `make install` puts on the machine (scripts/install, scripts/uninstall).
