@@ -18,8 +18,9 @@ counter() {
 		awk -v n="$1" 'f {print; exit} $0 == n {f = 1}'
 }
 
-# libfabric's verbs provider: fi_info lists softmr, fi_pingpong with data
-# checks (-c) over a MSG endpoint, a DGRAM endpoint and the RDM endpoint
+# libfabric's verbs provider: fi_info lists softmr, fi_mr_reg/fi_mr_regattr
+# (userspace/tests/softmr_fi_mr.c), fi_pingpong with data checks (-c) over
+# a MSG endpoint, a DGRAM endpoint and the RDM endpoint
 # of verbs;ofi_rxm, and MSG on ODP registrations (FI_VERBS_USE_ODP=1).
 fi_pp() {	# fi_pp NAME ENV PROVIDER EP DOMAIN SIZE ADDR
 	pair "fi-$1" "env $2 fi_pingpong -p '$3' -e $4 -d $5 -I 200 -S $6 -c" \
@@ -36,6 +37,9 @@ t_libfabric() {
 	fi_info -p 'verbs;ofi_rxm' | grep -q 'domain: softmr0$' ||
 		{ echo "fi_info -p verbs;ofi_rxm does not list softmr0"; rc=1; }
 	cm_up || return 1
+	# fi_mr_reg / fi_mr_regattr (FI_HMEM_SYSTEM), their errors, and
+	# the registrations used by fi_write / fi_read / fi_send
+	"$B/softmr_fi_mr" softmr1 $CM_IP || rc=1
 	fi_pp msg "" verbs msg softmr1 4096 $CM_IP || rc=1
 	fi_pp dgram "" verbs dgram softmr1-dgram 1024 $CM_IP || rc=1
 	fi_pp rdm "" 'verbs;ofi_rxm' rdm softmr1 65536 $CM_IP || rc=1
