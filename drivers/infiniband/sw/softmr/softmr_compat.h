@@ -37,6 +37,13 @@
 #error "softmr needs a kernel with CONFIG_DMA_SHARED_BUFFER=y"
 #endif
 
+/* 6.12 moved the unaligned accessors from asm/ to linux/. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
 /* 6.8: MAX_ORDER became MAX_PAGE_ORDER; before 6.4 it was one past it. */
 #ifndef MAX_PAGE_ORDER
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
