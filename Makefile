@@ -14,6 +14,8 @@
 # Other targets: deps module provider tests kunit vmtest lint matrix bench
 # fuzz clean.
 #   make matrix    the whole VM suite on each test kernel (6.1, 6.12, 7.3)
+#   make pair-test the two-VM harness (scripts/vm-pair): two VMs on one
+#                  link, rxe between them, softmr0 on the link
 #   make fuzz      a long softmr_fuzz campaign in the VM: 1,000,000 cases or
 #                  30 minutes, a random seed, device removals
 #                  (FUZZ_SEED, FUZZ_CASES, FUZZ_SECONDS: scripts/fuzz)
@@ -85,9 +87,14 @@ install-test: module provider tests
 	SOFTMR_DKMS_TARBALL=$$(scripts/build-dkms-tarball) SOFTMR_TESTS=install \
 		scripts/vm-run userspace/tests/run-all
 
+# Two VMs joined by one link (scripts/vm-pair), userspace/tests/pair-smoke
+# in each.
+pair-test: module provider tests
+	scripts/vm-pair 'userspace/tests/pair-smoke A' 'userspace/tests/pair-smoke B'
+
 clean:
 	-scripts/build-module clean
 	rm -rf userspace/tests/build .out
 
 .PHONY: all deps module provider tests kunit vmtest lint matrix demo bench check fuzz \
-	install uninstall install-test clean
+	install uninstall install-test pair-test clean
