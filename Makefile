@@ -87,10 +87,13 @@ install-test: module provider tests
 	SOFTMR_DKMS_TARBALL=$$(scripts/build-dkms-tarball) SOFTMR_TESTS=install \
 		scripts/vm-run userspace/tests/run-all
 
-# Two VMs joined by one link (scripts/vm-pair), userspace/tests/pair-smoke
-# in each.
+# Two VMs joined by one link (scripts/vm-pair): the harness itself
+# (pair-smoke: rxe on both ends, softmr off the wire), then softmr on the
+# wire (pair-wire) to softmr and to rxe.
 pair-test: module provider tests
-	scripts/vm-pair 'userspace/tests/pair-smoke A' 'userspace/tests/pair-smoke B'
+	SOFTMR_VM_MODARGS= scripts/vm-pair 'userspace/tests/pair-smoke A' 'userspace/tests/pair-smoke B'
+	scripts/vm-pair 'userspace/tests/pair-wire A' 'userspace/tests/pair-wire B'
+	SOFTMR_PAIR_B=rxe scripts/vm-pair 'userspace/tests/pair-wire A' 'userspace/tests/pair-wire B'
 
 clean:
 	-scripts/build-module clean

@@ -133,6 +133,105 @@ static void softmr_test_icrc_ipv6(struct kunit *test)
 					bth + 12, 8), c);
 }
 
+/* Real bytes: scapy's UC packet, and hand-laid headers at fixed offsets */
+static void softmr_test_parse_bytes(struct kunit *test)
+{
+	static const u8 write_only_imm[] = {
+		0x0b, 0x80, 0xff, 0xff, 0x00, 0x00, 0x12, 0x34,	/* BTH */
+		0x80, 0xab, 0xcd, 0xef,
+		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,	/* RETH */
+		0xaa, 0xbb, 0xcc, 0xdd, 0x00, 0x00, 0x00, 0x04,
+		0xde, 0xad, 0xbe, 0xef,				/* ImmDt */
+		0x01, 0x02, 0x03, 0x04,				/* data */
+		0x00, 0x00, 0x00, 0x00,				/* ICRC */
+	};
+	static const u8 ud_send_imm[] = {
+		0x65, 0x10, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01,	/* pad 1 */
+		0x00, 0x00, 0x00, 0x07,
+		0x11, 0x11, 0x11, 0x11, 0x00, 0x00, 0x01, 0x23,	/* DETH */
+		0xca, 0xfe, 0xf0, 0x0d,				/* ImmDt */
+		0x61, 0x62, 0x63, 0x00,				/* "abc" */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	static const u8 cmp_swap[] = {
+		0x13, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x22,
+		0x00, 0x00, 0x00, 0x09,
+		0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00,	/* va */
+		0x00, 0x00, 0x42, 0x01,				/* rkey */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05,	/* swap */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,	/* compare */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	static const u8 atomic_ack[] = {
+		0x12, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x33,
+		0x00, 0x00, 0x00, 0x09,
+		0x00, 0x00, 0x00, 0x2a,				/* AETH */
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,	/* orig */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	static const u8 send_last_inv[] = {
+		0x16, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x44,
+		0x00, 0x00, 0x00, 0x0a,
+		0x00, 0x00, 0x99, 0x01,				/* IETH */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	struct softmr_pkt p;
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(uc_send_scapy + L3_UDP_V4,
+					       sizeof(uc_send_scapy) -
+					       L3_UDP_V4, &p), 0);
+	KUNIT_EXPECT_EQ(test, p.opcode, SOFTMR_OP_UC | SOFTMR_OP_SEND_ONLY);
+	KUNIT_EXPECT_TRUE(test, p.mig);
+	KUNIT_EXPECT_FALSE(test, p.se);
+	KUNIT_EXPECT_EQ(test, p.pad, 2);
+	KUNIT_EXPECT_EQ(test, p.pkey, 0xffff);
+	KUNIT_EXPECT_EQ(test, p.dqpn, 211);
+	KUNIT_EXPECT_EQ(test, p.psn, 13571856);
+	KUNIT_EXPECT_EQ(test, p.data_len, 18);
+	KUNIT_EXPECT_PTR_EQ(test, p.payload, uc_send_scapy + L3_UDP_V4 + 12);
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(write_only_imm,
+					       sizeof(write_only_imm), &p), 0);
+	KUNIT_EXPECT_TRUE(test, p.se);
+	KUNIT_EXPECT_EQ(test, p.dqpn, 0x1234);
+	KUNIT_EXPECT_TRUE(test, p.ackreq);
+	KUNIT_EXPECT_EQ(test, p.psn, 0xabcdef);
+	KUNIT_EXPECT_EQ(test, p.va, 0x1122334455667788ULL);
+	KUNIT_EXPECT_EQ(test, p.rkey, 0xaabbccdd);
+	KUNIT_EXPECT_EQ(test, p.dma_len, 4);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(p.imm), 0xdeadbeef);
+	KUNIT_EXPECT_EQ(test, p.hdr_len, 32);
+	KUNIT_EXPECT_EQ(test, p.data_len, 4);
+	KUNIT_EXPECT_EQ(test, p.payload[0], 0x01);
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(ud_send_imm,
+					       sizeof(ud_send_imm), &p), 0);
+	KUNIT_EXPECT_EQ(test, p.qkey, 0x11111111);
+	KUNIT_EXPECT_EQ(test, p.sqpn, 0x123);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(p.imm), 0xcafef00d);
+	KUNIT_EXPECT_EQ(test, p.data_len, 3);
+	KUNIT_EXPECT_EQ(test, p.payload[0], 'a');
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(cmp_swap, sizeof(cmp_swap),
+					       &p), 0);
+	KUNIT_EXPECT_EQ(test, p.va, 0x7f0000001000ULL);
+	KUNIT_EXPECT_EQ(test, p.rkey, 0x4201);
+	KUNIT_EXPECT_EQ(test, p.swap_add, 5);
+	KUNIT_EXPECT_EQ(test, p.comp, 3);
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(atomic_ack, sizeof(atomic_ack),
+					       &p), 0);
+	KUNIT_EXPECT_EQ(test, p.syndrome, 0);
+	KUNIT_EXPECT_EQ(test, p.msn, 0x2a);
+	KUNIT_EXPECT_EQ(test, p.orig, 0x0102030405060708ULL);
+
+	KUNIT_ASSERT_EQ(test, softmr_pkt_parse(send_last_inv,
+					       sizeof(send_last_inv), &p), 0);
+	KUNIT_EXPECT_EQ(test, p.inv_rkey, 0x9901);
+	KUNIT_EXPECT_EQ(test, p.data_len, 0);
+	KUNIT_EXPECT_PTR_EQ(test, p.payload, (const u8 *)NULL);
+}
+
 /* One packet of each opcode with every field set, built and parsed back */
 static void softmr_test_build_parse(struct kunit *test)
 {
@@ -278,21 +377,31 @@ static void softmr_test_parse_refusals(struct kunit *test)
 /* Random bytes never crash the parser, and what it accepts is consistent */
 static void softmr_test_parse_random(struct kunit *test)
 {
-	u8 *buf = kunit_kmalloc(test, 256, GFP_KERNEL);
 	struct softmr_pkt out;
 	unsigned int i, len;
+	u8 *buf;
 
-	KUNIT_ASSERT_NOT_NULL(test, buf);
 	for (i = 0; i < 20000; i++) {
-		get_random_bytes(buf, 256);
-		buf[1] &= i & 1 ? 0xf0 : 0xff;	/* half with version 0 */
+		/* exactly @len bytes: KASAN sees any read past them */
 		len = get_random_u32() % 257;
-		if (softmr_pkt_parse(buf, len, &out))
-			continue;
-		KUNIT_EXPECT_EQ(test, out.hdr_len + out.data_len + out.pad +
-				SOFTMR_ICRC_BYTES, len);
-		KUNIT_EXPECT_NE(test, out.flags, 0);
+		buf = kmalloc(len ?: 1, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, buf);
+		get_random_bytes(buf, len);
+		if (len > 1)
+			buf[1] &= i & 1 ? 0xf0 : 0xff;	/* half version 0 */
+		if (!softmr_pkt_parse(buf, len, &out)) {
+			KUNIT_EXPECT_EQ(test, (u64)out.hdr_len + out.data_len +
+					out.pad + SOFTMR_ICRC_BYTES, (u64)len);
+			KUNIT_EXPECT_NE(test, out.flags, 0);
+		}
+		kfree(buf);
 	}
+	/* longer than any IP datagram */
+	buf = kunit_kzalloc(test, 16, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	buf[0] = SOFTMR_OP_SEND_ONLY;
+	KUNIT_EXPECT_EQ(test, softmr_pkt_parse(buf, (size_t)U32_MAX + 17, &out),
+			-EMSGSIZE);
 }
 
 static void softmr_test_check_len(struct kunit *test)
@@ -315,9 +424,15 @@ static void softmr_test_check_len(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), 0);
 	p.data_len = mtu + 1;
 	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), -EMSGSIZE);
+	p.data_len = mtu;
+	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), 0);
 	p.flags = softmr_op_flags(SOFTMR_OP_SEND_ONLY);
 	p.data_len = 0;
 	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), 0);
+	p.data_len = mtu;
+	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), 0);
+	p.data_len = mtu + 4;
+	KUNIT_EXPECT_EQ(test, softmr_pkt_check_len(&p, mtu), -EMSGSIZE);
 	/* write: the RETH length agrees with what the packets carry */
 	p.flags = softmr_op_flags(SOFTMR_OP_WRITE_ONLY);
 	p.data_len = 100;
@@ -398,6 +513,13 @@ static void softmr_test_opseq(struct kunit *test)
 						SOFTMR_OP_WRITE_MIDDLE, &s),
 			-EBADMSG);
 	KUNIT_EXPECT_EQ(test, s, SOFTMR_MSG_IN_SEND);
+	KUNIT_EXPECT_EQ(test, softmr_resp_opseq(s, SOFTMR_OP_SEND_FIRST, &s),
+			-EBADMSG);
+	KUNIT_EXPECT_EQ(test, softmr_resp_opseq(s, SOFTMR_OP_SEND_ONLY_IMM,
+						&s), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, softmr_resp_opseq(s, SOFTMR_OP_SEND_MIDDLE, &s),
+			0);
+	KUNIT_EXPECT_EQ(test, s, SOFTMR_MSG_IN_SEND);
 	/* responses and acknowledgements are not requests */
 	KUNIT_EXPECT_EQ(test, softmr_resp_opseq(SOFTMR_MSG_NONE,
 						SOFTMR_OP_ACK, &s), -EPROTO);
@@ -412,6 +534,7 @@ static struct kunit_case softmr_wire_cases[] = {
 	KUNIT_CASE(softmr_test_icrc_known),
 	KUNIT_CASE(softmr_test_icrc_masking),
 	KUNIT_CASE(softmr_test_icrc_ipv6),
+	KUNIT_CASE(softmr_test_parse_bytes),
 	KUNIT_CASE(softmr_test_build_parse),
 	KUNIT_CASE(softmr_test_parse_refusals),
 	KUNIT_CASE(softmr_test_parse_random),

@@ -94,6 +94,10 @@ enum softmr_counter {
 	SOFTMR_CNT_LOCAL_INVS,
 	SOFTMR_CNT_REMOTE_INVS,
 	SOFTMR_CNT_MW_BINDS,
+	SOFTMR_CNT_WIRE_TX_PACKETS,
+	SOFTMR_CNT_WIRE_RX_PACKETS,
+	SOFTMR_CNT_WIRE_RX_MALFORMED,
+	SOFTMR_CNT_WIRE_RX_DROPPED,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -127,6 +131,12 @@ enum softmr_counter {
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
  * @dm_mem: device memory, physically contiguous
  * @dm_size: its size (max_dm_size)
+ * @wire: on the wire (softmr_net.c): UD datagrams to other hosts
+ * @wire_net: the network namespace whose socket it uses (NULL: detached)
+ * @wire_entry: in that namespace's list of wire devices
+ * @wire_rxq: received packets waiting for @wire_rx_work, each holding a
+ *	device reference
+ * @wire_rx_work: delivers @wire_rxq in process context
  */
 struct softmr_dev {
 	struct ib_device ibdev;
@@ -162,6 +172,11 @@ struct softmr_dev {
 	struct gen_pool *dm_pool;
 	void *dm_mem;
 	size_t dm_size;
+	bool wire;
+	struct net *wire_net;
+	struct list_head wire_entry;
+	struct sk_buff_head wire_rxq;
+	struct work_struct wire_rx_work;
 };
 
 static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
@@ -548,6 +563,7 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	its first message with since it was connected, or 0
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
  * @req: the engine's state for the WQE being executed (under sq.lock)
+ * @wire_psn: the PSN of the next UD packet to the wire (under sq.lock)
  */
 struct softmr_qp {
 	struct ib_qp ibqp;
@@ -574,6 +590,7 @@ struct softmr_qp {
 	atomic64_t peer_serial;
 	struct delayed_work sq_work;
 	struct softmr_req *req;
+	u32 wire_psn;
 };
 
 static inline struct softmr_qp *to_sqp(struct ib_qp *ibqp)
@@ -782,7 +799,30 @@ bool softmr_av_lookup(struct softmr_dev *sdev, u32 num, struct ib_pd *pd,
 		      struct softmr_av *av);
 
 /* softmr_engine.c: executes WQEs */
+/* the engine's worker: kernel QPs, flushes, RNR retries, wire receive */
+extern struct workqueue_struct *softmr_engine_wq;
 int softmr_engine_init(void);
+struct softmr_pkt;
+struct iphdr;
+int softmr_engine_wire_recv(struct softmr_dev *sdev,
+			    const struct softmr_pkt *pkt,
+			    const struct iphdr *iph);
+
+/* softmr_net.c: the wire */
+int softmr_net_init(void);
+void softmr_net_exit(void);
+void softmr_wire_attach(struct softmr_dev *sdev);
+void softmr_wire_detach(struct softmr_dev *sdev);
+void softmr_wire_dev_cleanup(struct softmr_dev *sdev);
+void softmr_wire_rx_work(struct work_struct *work);
+struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size);
+int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
+		     const struct softmr_av *av, u16 sport);
+bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
+/* received packets a wire device holds for its worker at most */
+#define SOFTMR_WIRE_RXQ_MAX	1024
+bool softmr_dev_wire_rx(struct sk_buff *skb, const union ib_gid *dgid,
+			int bad);
 void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);

@@ -37,6 +37,25 @@
 #error "softmr needs a kernel with CONFIG_DMA_SHARED_BUFFER=y"
 #endif
 
+/*
+ * 6.5: ib_core refuses a controlled Q_Key (bit 31) to a user without
+ * CAP_NET_RAW unless the admin allows it (rdma system set privileged-qkey
+ * on); before, softmr refuses it itself, or a user's UD QP could send
+ * with the GSI QP's Q_Key.
+ */
+#define SOFTMR_CORE_CHECKS_QKEY	\
+	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0))
+
+/*
+ * 7.1: setup_udp_tunnel_sock() and udp_tunnel_sock_release() take the
+ * struct sock instead of the struct socket.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 1, 0)
+#define softmr_udp_tunnel_sk(sock)	((sock)->sk)
+#else
+#define softmr_udp_tunnel_sk(sock)	(sock)
+#endif
+
 /* 6.12 moved the unaligned accessors from asm/ to linux/. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
 #include <linux/unaligned.h>

@@ -47,6 +47,56 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
 }
 
 /**
+ * softmr_dev_wire_rx() - hand a received packet to the wire device it is for
+ * @skb: a RoCEv2 packet, checked by the caller (softmr_net.c)
+ * @dgid: its destination address as a GID
+ * @bad: 0 for a packet to queue, else the counter to count it in
+ *
+ * Softirq context.  The device is the one on the netdev the packet came
+ * in on (a softmr device on the wire) that owns @dgid.  Everything happens
+ * under the device list lock and takes no device reference:
+ * softmr_dealloc_driver() takes the device off the list under the same
+ * lock before it stops the worker and empties the queue, so nothing is
+ * queued after that (and a remote sender cannot hold the device).
+ *
+ * Return: true when @skb was queued; false when the caller frees it
+ * (counted, unless no wire device here owns @dgid).
+ */
+bool softmr_dev_wire_rx(struct sk_buff *skb, const union ib_gid *dgid,
+			int bad)
+{
+	const struct ib_gid_attr *attr;
+	struct softmr_dev *sdev;
+	unsigned long flags;
+	bool queued = false;
+
+	spin_lock_irqsave(&softmr_dev_list_lock, flags);
+	list_for_each_entry(sdev, &softmr_dev_list, list) {
+		if (sdev->ndev != skb->dev || !READ_ONCE(sdev->wire))
+			continue;
+		attr = rdma_find_gid_by_port(&sdev->ibdev, dgid,
+					     IB_GID_TYPE_ROCE_UDP_ENCAP, 1,
+					     NULL);
+		if (IS_ERR(attr))
+			break;
+		rdma_put_gid_attr(attr);
+		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
+			    SOFTMR_WIRE_RXQ_MAX)
+			bad = SOFTMR_CNT_WIRE_RX_DROPPED;
+		if (bad) {
+			softmr_count(sdev, bad, 1);
+			break;
+		}
+		skb_queue_tail(&sdev->wire_rxq, skb);
+		queue_work(softmr_engine_wq, &sdev->wire_rx_work);
+		queued = true;
+		break;
+	}
+	spin_unlock_irqrestore(&softmr_dev_list_lock, flags);
+	return queued;
+}
+
+/**
  * softmr_dev_try_get() - reference a device known by pointer and index
  * @sdev: a device pointer remembered earlier (maybe gone since)
  * @index: its ib_device index then
@@ -185,6 +235,8 @@ int softmr_netdev_event(struct notifier_block *nb, unsigned long event,
 
 	switch (event) {
 	case NETDEV_UNREGISTER:
+		/* now: the netdev's namespace may be going too */
+		softmr_wire_detach(sdev);
 		ib_unregister_device_queued(&sdev->ibdev);
 		break;
 	case NETDEV_UP:
@@ -298,6 +350,11 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	softmr_mr_init_dev(sdev);
 	softmr_qp_init_dev(sdev);
 
+	/* before anything can fail: softmr_dealloc_driver() stops these */
+	skb_queue_head_init(&sdev->wire_rxq);
+	INIT_WORK(&sdev->wire_rx_work, softmr_wire_rx_work);
+	INIT_LIST_HEAD(&sdev->wire_entry);
+
 	sdev->status = vmalloc_user(PAGE_SIZE);
 	if (!sdev->status)
 		return -ENOMEM;
@@ -382,6 +439,7 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&sdev->list);
 	spin_unlock_irq(&softmr_dev_list_lock);
 
+	softmr_wire_dev_cleanup(sdev);
 	WARN_ON(atomic_read(&sdev->pd_count));
 	if (softmr_xa_in_use(&sdev->mr_xa) || atomic_read(&sdev->mr_count) ||
 	    atomic_read(&sdev->mw_count))
@@ -464,6 +522,7 @@ int softmr_dev_add(const char *name, struct net_device *ndev)
 	spin_lock_irq(&softmr_dev_list_lock);
 	list_add_tail(&sdev->list, &softmr_dev_list);
 	spin_unlock_irq(&softmr_dev_list_lock);
+	softmr_wire_attach(sdev);
 	softmr_port_update(sdev);
 	mutex_unlock(&softmr_add_mutex);
 	return 0;
@@ -500,6 +559,7 @@ void softmr_dev_unregister_all(void)
 		spin_unlock_irq(&softmr_dev_list_lock);
 		if (!sdev)
 			break;
+		softmr_wire_detach(sdev);
 		ib_unregister_device(&sdev->ibdev);
 		put_device(&sdev->ibdev.dev);
 	}

@@ -24,10 +24,12 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <net/checksum.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_pack.h>
 
 #include "softmr.h"
+#include "softmr_wire.h"
 
 /* Bytes of GRH at the start of every UD receive buffer. */
 #define SOFTMR_GRH_BYTES	40
@@ -44,7 +46,7 @@
 /* A copy moves at most this much before it looks whether to stop. */
 #define SOFTMR_COPY_PIECE	SZ_1M
 
-static struct workqueue_struct *softmr_engine_wq;
+struct workqueue_struct *softmr_engine_wq;
 static LIST_HEAD(softmr_rnr_list);
 static DEFINE_SPINLOCK(softmr_rnr_lock);
 
@@ -219,6 +221,8 @@ struct softmr_req {
  */
 static bool softmr_req_stopped(const struct softmr_req *req)
 {
+	if (!req)	/* the wire's receive worker: never killed */
+		return false;
 	return READ_ONCE(req->qp->dying) ||
 	       (req->peer && READ_ONCE(req->peer->dying)) ||
 	       fatal_signal_pending(current);
@@ -567,6 +571,211 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	return IB_WC_SUCCESS;
 }
 
+static bool softmr_sgl_has_odp(const struct softmr_sgl *sgl)
+{
+	u32 i;
+
+	for (i = 0; i < sgl->num; i++)
+		if (sgl->mr[i]->kind == SOFTMR_MR_ODP ||
+		    sgl->mr[i]->kind == SOFTMR_MR_IMPLICIT)
+			return true;
+	return false;
+}
+
+/**
+ * softmr_engine_wire_recv() - a UD datagram from the wire for one of our QPs
+ * @sdev: the device that owns the packet's destination GID
+ * @pkt: the parsed packet (UD SEND ONLY, with or without immediate)
+ * @iph: its IPv4 header (what the receiver finds in the GRH's last 20 bytes)
+ *
+ * Process context (softmr_wire_rx_work()).  The QP must be a UD (or, for
+ * QP 1, the GSI) QP able to receive, with the packet's Q_Key; a missing
+ * receive WQE, a receive queue busy elsewhere or a receive WQE on ODP
+ * memory lose the datagram, as on any UD QP.
+ *
+ * Return: 0 when delivered or completed in error, -ENOENT when nobody
+ * took it (counted by the caller).
+ */
+int softmr_engine_wire_recv(struct softmr_dev *sdev,
+			    const struct softmr_pkt *pkt,
+			    const struct iphdr *iph)
+{
+	struct ib_uverbs_wc wc = { .port_num = 1 };
+	struct softmr_cursor d = {};
+	struct softmr_recv_wqe *rwqe;
+	enum ib_wc_status st;
+	struct softmr_qp *qp;
+	struct softmr_wq *rq;
+	u8 grh[SOFTMR_GRH_BYTES];
+	int ret = -ENOENT;
+	u32 n, need;
+
+	qp = softmr_qp_get(sdev, pkt->dqpn);
+	if (!qp)
+		return -ENOENT;
+	if (!softmr_qp_datagram(qp) || !softmr_qp_receives(qp) ||
+	    pkt->qkey != READ_ONCE(qp->attr.qkey))
+		goto put;
+	rq = softmr_qp_rq(qp);
+	/*
+	 * This worker serves every QP of the device: it never waits for
+	 * what a user controls.  A receive queue busy elsewhere loses the
+	 * datagram, as a UD QP may.
+	 */
+	if (!mutex_trylock(&rq->lock))
+		goto put;
+	if (softmr_wq_pending(rq, &n)) {
+		softmr_qp_set_error(qp);	/* the owner's ring is garbage */
+		goto unlock;
+	}
+	if (!n)
+		goto unlock;
+	rwqe = softmr_wq_take(rq);
+	wc.wr_id = rwqe->wr_id;
+	if (rwqe->num_sge > rq->max_sge) {
+		st = IB_WC_LOC_QP_OP_ERR;
+		rq->sgl->num = 0;
+	} else {
+		st = softmr_sgl_resolve(sdev, qp->ibqp.pd, rwqe->sge,
+					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+					rq->sgl);
+	}
+	/*
+	 * Nor does it fault ODP memory in (a page fault can wait on a
+	 * user's FUSE server for ever): a receive WQE on ODP memory stays
+	 * where it is and the datagram is lost (Documentation: "The wire").
+	 */
+	if (st == IB_WC_SUCCESS && softmr_sgl_has_odp(rq->sgl)) {
+		softmr_sgl_release(rq->sgl);
+		goto unlock;
+	}
+	need = pkt->data_len + SOFTMR_GRH_BYTES;
+	if (st == IB_WC_SUCCESS && rq->sgl->len < need)
+		st = IB_WC_LOC_LEN_ERR;
+	if (st == IB_WC_SUCCESS) {
+		/* RoCEv2 over IPv4: the IP header in the GRH's last 20 bytes */
+		memset(grh, 0, sizeof(grh));
+		memcpy(grh + 20, iph, sizeof(*iph));
+		d.sgl = rq->sgl;
+		if (softmr_cursor_copy(NULL, &d, NULL, grh, sizeof(grh),
+				       IB_ACCESS_LOCAL_WRITE, 0) ||
+		    (pkt->data_len &&
+		     softmr_cursor_copy(NULL, &d, NULL, pkt->payload,
+					pkt->data_len, IB_ACCESS_LOCAL_WRITE,
+					0)))
+			st = IB_WC_LOC_PROT_ERR;
+	}
+	softmr_sgl_release(rq->sgl);
+	softmr_wq_consume(rq);
+	wc.status = st;
+	wc.opcode = IB_WC_RECV;
+	wc.qp_num = qp->ibqp.qp_num;
+	if (st == IB_WC_SUCCESS) {
+		wc.byte_len = need;
+		wc.src_qp = pkt->sqpn;
+		wc.wc_flags = IB_WC_GRH;
+		if (pkt->opcode == (SOFTMR_OP_UD | SOFTMR_OP_SEND_ONLY_IMM)) {
+			wc.ex.imm_data = pkt->imm;
+			wc.wc_flags |= IB_WC_WITH_IMM;
+		}
+		/* as softmr_recv_complete(): kernel CQs, user CQs */
+		if (!to_scq(qp->ibqp.recv_cq)->is_user)
+			wc.reserved = RDMA_NETWORK_IPV4;
+		else
+			wc.sl = 0x8 | 0x2;
+	} else {
+		softmr_count(sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
+	}
+	softmr_count(sdev, SOFTMR_CNT_RECV_WQES, 1);
+	softmr_cq_post(to_scq(qp->ibqp.recv_cq), &wc, &qp->ibqp,
+		       st == IB_WC_SUCCESS && pkt->se);
+	if (qp->srq)
+		softmr_srq_check_limit(qp->srq);
+	ret = 0;
+unlock:
+	mutex_unlock(&rq->lock);
+put:
+	softmr_qp_put(qp);
+	return ret;
+}
+
+/* Does a softmr device on this host own @gid (then nothing goes out)? */
+static bool softmr_gid_is_local(const union ib_gid *gid)
+{
+	struct softmr_dev *sdev = softmr_dev_get_by_gid(gid);
+
+	if (!sdev)
+		return false;
+	ib_device_put(&sdev->ibdev);
+	return true;
+}
+
+/*
+ * A UD datagram to another host (softmr_wire_reaches()): one RoCEv2 UD
+ * SEND ONLY packet, the payload gathered from the local SGL (or inline).
+ * Unreliable: sent or lost, the WQE completes successfully; a local
+ * protection error in the gather fails it.
+ */
+static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey)
+{
+	struct softmr_send_wqe *wqe = req->wqe;
+	struct softmr_qp *qp = req->qp;
+	struct softmr_pkt pkt = {
+		.opcode = SOFTMR_OP_UD | SOFTMR_OP_SEND_ONLY,
+		.se = wqe->flags & SOFTMR_SEND_SOLICITED,
+		.pkey = SOFTMR_DEF_PKEY,
+		.dqpn = wqe->wr.ud.remote_qpn & SOFTMR_QPN_MASK,
+		.qkey = qkey,
+		.sqpn = qp->ibqp.qp_num,
+	};
+	unsigned int hl, len = req->len;
+	struct sk_buff *skb;
+	int mtu;
+	u8 *p;
+	u32 i;
+
+	/* one packet: the path MTU of the netdev, its headers subtracted */
+	mtu = ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+	if (mtu < 0 || len > mtu)
+		return IB_WC_LOC_LEN_ERR;
+	if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
+		pkt.opcode = SOFTMR_OP_UD | SOFTMR_OP_SEND_ONLY_IMM;
+		pkt.imm = (__force __be32)wqe->imm_data;
+	}
+	pkt.psn = qp->wire_psn;
+	qp->wire_psn = softmr_psn_add(qp->wire_psn, 1);
+	pkt.pad = -len & 3;
+	hl = softmr_op_hdr_len(pkt.opcode);
+	skb = softmr_wire_alloc(qp->sdev, hl + len + pkt.pad);
+	if (!skb) {
+		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
+		return IB_WC_SUCCESS;
+	}
+	softmr_pkt_build(skb->data, &pkt);
+	p = skb->data + hl;
+	if (req->inl) {
+		memcpy(p, req->inl, len);
+	} else {
+		for (i = 0; i < req->local.num; i++) {
+			const struct softmr_sge *sge = &req->local.sge[i];
+
+			if (softmr_mr_copy_key(req->local.mr[i], sge->lkey,
+					       sge->addr, p, sge->length,
+					       SOFTMR_FROM_MR, 0)) {
+				kfree_skb(skb);
+				return IB_WC_LOC_PROT_ERR;
+			}
+			p += sge->length;
+		}
+	}
+	memset(p, 0, pkt.pad);
+	/* RoCEv2's UDP source port spreads flows: one per source QP */
+	if (softmr_wire_xmit(qp->sdev, skb, &req->av,
+			     0xc000 | (qp->ibqp.qp_num & 0x3fff)))
+		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
+	return IB_WC_SUCCESS;
+}
+
 /*
  * Look up a remote key on the peer and check it for @access.  *@key: what
  * the access carries to the copy: the rkey, or for a window the binding's
@@ -874,13 +1083,16 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
 				    wqe->wr.ud.remote_qpn);
 	req->peer = peer;
+	qkey = wqe->wr.ud.remote_qkey;
+	if (qkey & 0x80000000)
+		qkey = qp->attr.qkey;
+	if (!peer && softmr_wire_reaches(qp->sdev, &req->av) &&
+	    !softmr_gid_is_local(&req->av.dgid))
+		return softmr_wire_send_ud(req, qkey);
 	if (!peer) {	/* nobody there: the datagram is lost */
 		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
 		return IB_WC_SUCCESS;
 	}
-	qkey = wqe->wr.ud.remote_qkey;
-	if (qkey & 0x80000000)
-		qkey = qp->attr.qkey;
 	if (!softmr_qp_datagram(peer) || !softmr_qp_receives(peer) ||
 	    qkey != READ_ONCE(peer->attr.qkey)) {
 		softmr_count(peer->sdev, SOFTMR_CNT_UD_DROPS, 1);

@@ -26,6 +26,9 @@
  * Continue it with crc32_le() over the payload and pad, then complement
  * it; softmr_icrc_packet() does all of that for a linear packet.
  *
+ * Compute it only over a packet softmr_pkt_parse() accepted: that is what
+ * guarantees @hdr_len bytes (and the BTH) are there.
+ *
  * Return: the running CRC (not yet complemented).
  */
 u32 softmr_icrc_hdr(const void *l3, bool ipv6, const void *bth,
@@ -40,6 +43,8 @@ u32 softmr_icrc_hdr(const void *l3, bool ipv6, const void *bth,
 	struct udphdr *udp;
 	u32 crc;
 
+	if (WARN_ON_ONCE(hdr_len < sizeof(struct softmr_bth)))
+		hdr_len = sizeof(struct softmr_bth);
 	memcpy(ps, l3, l3_len + sizeof(*udp));
 	if (ipv6) {
 		struct ipv6hdr *h = (struct ipv6hdr *)ps;
@@ -73,14 +78,20 @@ u32 softmr_icrc_hdr(const void *l3, bool ipv6, const void *bth,
  * @l3: the IP header, followed by the UDP header (see softmr_icrc_hdr())
  * @ipv6: whether @l3 is IPv6
  * @bth: the transport packet
- * @len: its bytes from the BTH to the end of the pad (without the ICRC)
+ * @len: its bytes from the BTH to the end of the pad (without the ICRC);
+ *       at least the BTH: a packet softmr_pkt_parse() accepted, or one
+ *       being built
  *
  * Return: the ICRC; put_unaligned_le32() puts it on the wire.
  */
 u32 softmr_icrc_packet(const void *l3, bool ipv6, const void *bth,
 		       unsigned int len)
 {
-	u32 crc = softmr_icrc_hdr(l3, ipv6, bth, sizeof(struct softmr_bth));
+	u32 crc;
+
+	if (WARN_ON_ONCE(len < sizeof(struct softmr_bth)))
+		return 0;
+	crc = softmr_icrc_hdr(l3, ipv6, bth, sizeof(struct softmr_bth));
 
 	crc = crc32_le(crc, (const u8 *)bth + sizeof(struct softmr_bth),
 		       len - sizeof(struct softmr_bth));

@@ -33,12 +33,17 @@ static int __init softmr_init(void)
 	err = softmr_engine_init();
 	if (err)
 		goto err_odp;
-	err = register_netdevice_notifier(&softmr_netdev_nb);
+	err = softmr_net_init();
 	if (err)
 		goto err_engine;
+	err = register_netdevice_notifier(&softmr_netdev_nb);
+	if (err)
+		goto err_net;
 	rdma_link_register(&softmr_link_ops);
 	return 0;
 
+err_net:
+	softmr_net_exit();
 err_engine:
 	softmr_engine_exit();
 err_odp:
@@ -51,6 +56,7 @@ static void __exit softmr_exit(void)
 	rdma_link_unregister(&softmr_link_ops);
 	softmr_dev_unregister_all();
 	unregister_netdevice_notifier(&softmr_netdev_nb);
+	softmr_net_exit();
 	softmr_engine_exit();
 	softmr_odp_wq_destroy();
 }

@@ -287,6 +287,9 @@ static int softmr_qp_check_attr(struct softmr_qp *qp, struct ib_qp_attr *attr,
 {
 	if ((mask & IB_QP_PORT) && attr->port_num != 1)
 		return -EINVAL;
+	if (!SOFTMR_CORE_CHECKS_QKEY && (mask & IB_QP_QKEY) &&
+	    (attr->qkey & 0x80000000) && qp->is_user && !capable(CAP_NET_RAW))
+		return -EPERM;
 	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= SOFTMR_PKEY_TBL_LEN)
 		return -EINVAL;
 	if ((mask & IB_QP_PATH_MTU) &&

@@ -37,6 +37,10 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_LOCAL_INVS].name = "local_invalidations",
 	[SOFTMR_CNT_REMOTE_INVS].name = "remote_invalidations",
 	[SOFTMR_CNT_MW_BINDS].name = "mw_binds",
+	[SOFTMR_CNT_WIRE_TX_PACKETS].name = "wire_tx_packets",
+	[SOFTMR_CNT_WIRE_RX_PACKETS].name = "wire_rx_packets",
+	[SOFTMR_CNT_WIRE_RX_MALFORMED].name = "wire_rx_malformed",
+	[SOFTMR_CNT_WIRE_RX_DROPPED].name = "wire_rx_dropped",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -115,8 +115,10 @@ unsigned int softmr_op_hdr_len(u8 opcode)
  * on a message's last packet.  The ICRC itself is checked by the caller,
  * who has the IP header (softmr_icrc_packet()).
  *
- * Return: 0, -EPROTO (opcode or version), -EMSGSIZE (lengths) or -EINVAL
- * (pad).
+ * On an error, @pkt holds nothing but possibly the opcode and pad.
+ *
+ * Return: 0, -EPROTO (opcode or version), -EMSGSIZE (lengths, and any
+ * @len above 65535) or -EINVAL (pad).
  */
 int softmr_pkt_parse(const void *buf, size_t len, struct softmr_pkt *pkt)
 {
@@ -127,9 +129,10 @@ int softmr_pkt_parse(const void *buf, size_t len, struct softmr_pkt *pkt)
 	size_t paylen;
 	u16 f;
 
-	if (len < sizeof(*bth) + SOFTMR_ICRC_BYTES)
-		return -EMSGSIZE;
 	memset(pkt, 0, sizeof(*pkt));
+	/* no IP datagram is longer: no length below can wrap */
+	if (len < sizeof(*bth) + SOFTMR_ICRC_BYTES || len > U16_MAX)
+		return -EMSGSIZE;
 	pkt->opcode = bth->opcode;
 	f = softmr_op_flags(bth->opcode);
 	if (!f || (bth->flags & SOFTMR_BTH_TVER_MASK))
