@@ -799,8 +799,6 @@ bool softmr_av_lookup(struct softmr_dev *sdev, u32 num, struct ib_pd *pd,
 		      struct softmr_av *av);
 
 /* softmr_engine.c: executes WQEs */
-/* the engine's worker: kernel QPs, flushes, RNR retries, wire receive */
-extern struct workqueue_struct *softmr_engine_wq;
 int softmr_engine_init(void);
 struct softmr_pkt;
 struct iphdr;
@@ -815,14 +813,14 @@ void softmr_wire_attach(struct softmr_dev *sdev);
 void softmr_wire_detach(struct softmr_dev *sdev);
 void softmr_wire_dev_cleanup(struct softmr_dev *sdev);
 void softmr_wire_rx_work(struct work_struct *work);
+void softmr_wire_queue_rx(struct softmr_dev *sdev);
 struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size);
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 		     const struct softmr_av *av, u16 sport);
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
 /* received packets a wire device holds for its worker at most */
 #define SOFTMR_WIRE_RXQ_MAX	1024
-bool softmr_dev_wire_rx(struct sk_buff *skb, const union ib_gid *dgid,
-			int bad);
+bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad);
 void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);

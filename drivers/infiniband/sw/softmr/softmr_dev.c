@@ -17,6 +17,8 @@
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
 
+#include <linux/inetdevice.h>
+
 #include "softmr.h"
 
 static LIST_HEAD(softmr_dev_list);
@@ -46,40 +48,57 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
 	return found;
 }
 
+/* Is @addr one of @ndev's IPv4 addresses?  RCU read side. */
+static bool softmr_netdev_has_addr(struct net_device *ndev, __be32 addr)
+{
+	struct in_device *in_dev = __in_dev_get_rcu(ndev);
+	const struct in_ifaddr *ifa;
+
+	if (!in_dev)
+		return false;
+	in_dev_for_each_ifa_rcu(ifa, in_dev)
+		if (ifa->ifa_local == addr)
+			return true;
+	return false;
+}
+
 /**
  * softmr_dev_wire_rx() - hand a received packet to the wire device it is for
  * @skb: a RoCEv2 packet, checked by the caller (softmr_net.c)
- * @dgid: its destination address as a GID
+ * @daddr: its destination IPv4 address
  * @bad: 0 for a packet to queue, else the counter to count it in
  *
  * Softirq context.  The device is the one on the netdev the packet came
- * in on (a softmr device on the wire) that owns @dgid.  Everything happens
+ * in on (a softmr device on the wire), which has @daddr.  Everything happens
  * under the device list lock and takes no device reference:
  * softmr_dealloc_driver() takes the device off the list under the same
  * lock before it stops the worker and empties the queue, so nothing is
  * queued after that (and a remote sender cannot hold the device).
  *
  * Return: true when @skb was queued; false when the caller frees it
- * (counted, unless no wire device here owns @dgid).
+ * (counted, unless no wire device here has @daddr).
  */
-bool softmr_dev_wire_rx(struct sk_buff *skb, const union ib_gid *dgid,
-			int bad)
+bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 {
-	const struct ib_gid_attr *attr;
 	struct softmr_dev *sdev;
 	unsigned long flags;
 	bool queued = false;
 
+	/*
+	 * The netdev's own IPv4 addresses are its RoCE v2 IPv4 GIDs; no GID
+	 * table entry is referenced here (its last reference must not be
+	 * dropped in softirq while the device goes away).
+	 */
+	rcu_read_lock();
+	if (!softmr_netdev_has_addr(skb->dev, daddr)) {
+		rcu_read_unlock();
+		return false;
+	}
+	rcu_read_unlock();
 	spin_lock_irqsave(&softmr_dev_list_lock, flags);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
 		if (sdev->ndev != skb->dev || !READ_ONCE(sdev->wire))
 			continue;
-		attr = rdma_find_gid_by_port(&sdev->ibdev, dgid,
-					     IB_GID_TYPE_ROCE_UDP_ENCAP, 1,
-					     NULL);
-		if (IS_ERR(attr))
-			break;
-		rdma_put_gid_attr(attr);
 		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
 			    SOFTMR_WIRE_RXQ_MAX)
 			bad = SOFTMR_CNT_WIRE_RX_DROPPED;
@@ -88,7 +107,7 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, const union ib_gid *dgid,
 			break;
 		}
 		skb_queue_tail(&sdev->wire_rxq, skb);
-		queue_work(softmr_engine_wq, &sdev->wire_rx_work);
+		softmr_wire_queue_rx(sdev);
 		queued = true;
 		break;
 	}

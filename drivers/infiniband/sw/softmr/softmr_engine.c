@@ -46,7 +46,7 @@
 /* A copy moves at most this much before it looks whether to stop. */
 #define SOFTMR_COPY_PIECE	SZ_1M
 
-struct workqueue_struct *softmr_engine_wq;
+static struct workqueue_struct *softmr_engine_wq;
 static LIST_HEAD(softmr_rnr_list);
 static DEFINE_SPINLOCK(softmr_rnr_lock);
 
@@ -571,14 +571,22 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	return IB_WC_SUCCESS;
 }
 
-static bool softmr_sgl_has_odp(const struct softmr_sgl *sgl)
+/*
+ * Memory the wire's receive worker does not write: ODP (a fault can wait
+ * on a user's FUSE server) and dynamic dma-buf imports (the reservation
+ * lock and the exporter's fences can wait on a user's GPU jobs).
+ */
+static bool softmr_sgl_may_wait(const struct softmr_sgl *sgl)
 {
 	u32 i;
 
-	for (i = 0; i < sgl->num; i++)
-		if (sgl->mr[i]->kind == SOFTMR_MR_ODP ||
-		    sgl->mr[i]->kind == SOFTMR_MR_IMPLICIT)
+	for (i = 0; i < sgl->num; i++) {
+		const struct softmr_mr *mr = sgl->mr[i];
+
+		if (mr->kind == SOFTMR_MR_ODP || mr->kind == SOFTMR_MR_IMPLICIT ||
+		    (mr->kind == SOFTMR_MR_DMABUF && !mr->dmabuf_pinned))
 			return true;
+	}
 	return false;
 }
 
@@ -590,8 +598,8 @@ static bool softmr_sgl_has_odp(const struct softmr_sgl *sgl)
  *
  * Process context (softmr_wire_rx_work()).  The QP must be a UD (or, for
  * QP 1, the GSI) QP able to receive, with the packet's Q_Key; a missing
- * receive WQE, a receive queue busy elsewhere or a receive WQE on ODP
- * memory lose the datagram, as on any UD QP.
+ * receive WQE, a receive queue busy elsewhere or a receive WQE on ODP or
+ * dynamic dma-buf memory lose the datagram, as on any UD QP.
  *
  * Return: 0 when delivered or completed in error, -ENOENT when nobody
  * took it (counted by the caller).
@@ -641,11 +649,11 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 					rq->sgl);
 	}
 	/*
-	 * Nor does it fault ODP memory in (a page fault can wait on a
-	 * user's FUSE server for ever): a receive WQE on ODP memory stays
-	 * where it is and the datagram is lost (Documentation: "The wire").
+	 * Nor does it fault ODP memory in or wait for a dma-buf exporter:
+	 * such a receive WQE stays where it is and the datagram is lost
+	 * (Documentation: "The wire").
 	 */
-	if (st == IB_WC_SUCCESS && softmr_sgl_has_odp(rq->sgl)) {
+	if (st == IB_WC_SUCCESS && softmr_sgl_may_wait(rq->sgl)) {
 		softmr_sgl_release(rq->sgl);
 		goto unlock;
 	}

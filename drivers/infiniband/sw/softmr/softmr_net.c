@@ -44,6 +44,12 @@ struct softmr_net {
 };
 
 static unsigned int softmr_net_id;
+/*
+ * The wire's receive workers: a queue of their own, so that engine work
+ * a user can keep busy (RNR retries of QPs on stalled memory) never
+ * starves them.
+ */
+static struct workqueue_struct *softmr_wire_wq;
 /* every softmr_net and each device's wire state */
 static DEFINE_MUTEX(softmr_wire_lock);
 
@@ -115,15 +121,14 @@ static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 	int bad = SOFTMR_CNT_WIRE_RX_MALFORMED;
 	struct softmr_pkt pkt;
 	const struct iphdr *iph;
-	union ib_gid dgid;
 	struct udphdr *uh;
+	__be32 daddr;
 	unsigned int len;
 	u8 *bth;
 
 	if (skb->protocol != htons(ETH_P_IP))
 		goto free;
-	iph = ip_hdr(skb);
-	ipv6_addr_set_v4mapped(iph->daddr, (struct in6_addr *)dgid.raw);
+	daddr = ip_hdr(skb)->daddr;
 	/* nothing longer than a UD packet is linearized: fragments neither */
 	if (skb->len > SOFTMR_WIRE_PKT_MAX || skb_linearize(skb))
 		goto count;
@@ -154,7 +159,7 @@ static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 	nf_reset_ct(skb);
 	bad = 0;
 count:
-	if (softmr_dev_wire_rx(skb, &dgid, bad))
+	if (softmr_dev_wire_rx(skb, daddr, bad))
 		return 0;
 free:
 	kfree_skb(skb);
@@ -311,7 +316,6 @@ struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size)
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 		     const struct softmr_av *av, u16 sport)
 {
-	struct net *net = dev_net(sdev->ndev);
 	struct flowi4 fl = {
 		.flowi4_oif = sdev->ndev->ifindex,
 		.flowi4_proto = IPPROTO_UDP,
@@ -320,11 +324,16 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 	struct udphdr *uh;
 	struct iphdr *iph;
 	struct rtable *rt;
+	struct net *net;
 
 	memcpy(&fl.saddr, av->sgid.raw + 12, 4);
 	memcpy(&fl.daddr, av->dgid.raw + 12, 4);
+	/* the netdev may move to another namespace: this one stays meanwhile */
+	rcu_read_lock();
+	net = dev_net_rcu(sdev->ndev);
 	rt = ip_route_output_key(net, &fl);
 	if (IS_ERR(rt)) {
+		rcu_read_unlock();
 		kfree_skb(skb);
 		return -EHOSTUNREACH;
 	}
@@ -357,6 +366,7 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 			   (u8 *)(uh + 1) + len);
 	softmr_count(sdev, SOFTMR_CNT_WIRE_TX_PACKETS, 1);
 	ip_local_out(net, NULL, skb);
+	rcu_read_unlock();
 	return 0;
 }
 
@@ -375,12 +385,31 @@ bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 	       ipv6_addr_v4mapped((const struct in6_addr *)av->sgid.raw);
 }
 
+/**
+ * softmr_wire_queue_rx() - have a device's wire receive worker run
+ * @sdev: the device (under the device list lock)
+ */
+void softmr_wire_queue_rx(struct softmr_dev *sdev)
+{
+	queue_work(softmr_wire_wq, &sdev->wire_rx_work);
+}
+
 int softmr_net_init(void)
 {
-	return register_pernet_subsys(&softmr_net_ops);
+	int err;
+
+	softmr_wire_wq = alloc_workqueue("softmr_wire",
+					 WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!softmr_wire_wq)
+		return -ENOMEM;
+	err = register_pernet_subsys(&softmr_net_ops);
+	if (err)
+		destroy_workqueue(softmr_wire_wq);
+	return err;
 }
 
 void softmr_net_exit(void)
 {
 	unregister_pernet_subsys(&softmr_net_ops);
+	destroy_workqueue(softmr_wire_wq);
 }
