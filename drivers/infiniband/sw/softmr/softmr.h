@@ -134,8 +134,8 @@ enum softmr_counter {
  * @wire: on the wire (softmr_net.c): UD datagrams to other hosts
  * @wire_net: the network namespace whose socket it uses (NULL: detached)
  * @wire_entry: in that namespace's list of wire devices
- * @wire_rxq: received packets waiting for @wire_rx_work, each holding a
- *	device reference
+ * @wire_rxq: received packets waiting for @wire_rx_work (queued under the
+ *	device list lock, holding no device reference: softmr_dev_wire_rx())
  * @wire_rx_work: delivers @wire_rxq in process context
  */
 struct softmr_dev {

@@ -13,11 +13,10 @@
 #include <linux/dma-mapping.h>
 #include <linux/if_arp.h>
 #include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
-
-#include <linux/inetdevice.h>
 
 #include "softmr.h"
 
@@ -82,7 +81,7 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 {
 	struct softmr_dev *sdev;
 	unsigned long flags;
-	bool queued = false;
+	bool queued = false, ours;
 
 	/*
 	 * The netdev's own IPv4 addresses are its RoCE v2 IPv4 GIDs; no GID
@@ -90,11 +89,10 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 	 * dropped in softirq while the device goes away).
 	 */
 	rcu_read_lock();
-	if (!softmr_netdev_has_addr(skb->dev, daddr)) {
-		rcu_read_unlock();
-		return false;
-	}
+	ours = softmr_netdev_has_addr(skb->dev, daddr);
 	rcu_read_unlock();
+	if (!ours)
+		return false;
 	spin_lock_irqsave(&softmr_dev_list_lock, flags);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
 		if (sdev->ndev != skb->dev || !READ_ONCE(sdev->wire))

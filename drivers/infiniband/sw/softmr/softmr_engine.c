@@ -301,9 +301,9 @@ static enum rdma_network_type softmr_av_net_type(const struct softmr_av *av)
  * 40 bytes of GRH (the last 4 for IPv4): with 0 it drops every IPv4
  * datagram.  RoCE has no SL of its own; kernel CQs get network_hdr_type.
  */
-static u8 softmr_av_roce_pkt_type(const struct softmr_av *av)
+static u8 softmr_roce_pkt_type(enum rdma_network_type net_type)
 {
-	switch (softmr_av_net_type(av)) {
+	switch (net_type) {
 	case RDMA_NETWORK_IPV4:
 		return 0x8 | 0x2;
 	case RDMA_NETWORK_IPV6:
@@ -311,6 +311,19 @@ static u8 softmr_av_roce_pkt_type(const struct softmr_av *av)
 	default:
 		return 0;
 	}
+}
+
+/* A datagram's completion: a GRH in front, and what kind of frame it was. */
+static void softmr_wc_set_datagram(struct softmr_qp *qp,
+				   struct ib_uverbs_wc *wc,
+				   enum rdma_network_type net_type)
+{
+	wc->wc_flags |= IB_WC_GRH;
+	/* kernel CQs report it as ib_wc.network_hdr_type */
+	if (!to_scq(qp->ibqp.recv_cq)->is_user)
+		wc->reserved = net_type;
+	else
+		wc->sl = softmr_roce_pkt_type(net_type);
 }
 
 /* Complete a receive WQE of @qp (its RQ lock held). */
@@ -340,14 +353,9 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 			wc.ex.invalidate_rkey = req->wqe->imm_data;
 			wc.wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
-		if (softmr_qp_datagram(qp)) {
-			wc.wc_flags |= IB_WC_GRH;
-			/* kernel CQs report it as ib_wc.network_hdr_type */
-			if (!to_scq(qp->ibqp.recv_cq)->is_user)
-				wc.reserved = softmr_av_net_type(&req->av);
-			else
-				wc.sl = softmr_av_roce_pkt_type(&req->av);
-		}
+		if (softmr_qp_datagram(qp))
+			softmr_wc_set_datagram(qp, &wc,
+					       softmr_av_net_type(&req->av));
 		solicited = req->wqe->flags & SOFTMR_SEND_SOLICITED;
 	}
 	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
@@ -474,6 +482,19 @@ static bool softmr_rnr_waiting(struct softmr_qp *qp)
 	return waiting;
 }
 
+/* Look up and check a receive WQE's scatter list into @rq->sgl. */
+static enum ib_wc_status softmr_rwqe_resolve(struct softmr_qp *qp,
+					     struct softmr_wq *rq,
+					     const struct softmr_recv_wqe *rwqe)
+{
+	if (rwqe->num_sge > rq->max_sge) {
+		rq->sgl->num = 0;
+		return IB_WC_LOC_QP_OP_ERR;
+	}
+	return softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, rwqe->sge,
+				  rwqe->num_sge, IB_ACCESS_LOCAL_WRITE, rq->sgl);
+}
+
 /*
  * SEND, SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at the responder: take a
  * receive WQE and, for sends, scatter the message into it.  Called with
@@ -509,14 +530,7 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	rwqe = softmr_wq_take(rq);
 	wr_id = rwqe->wr_id;
 	rsgl = rq->sgl;
-	if (rwqe->num_sge > rq->max_sge) {
-		st = IB_WC_LOC_QP_OP_ERR;
-		rsgl->num = 0;
-	} else {
-		st = softmr_sgl_resolve(peer->sdev, peer->ibqp.pd, rwqe->sge,
-					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-					rsgl);
-	}
+	st = softmr_rwqe_resolve(peer, rq, rwqe);
 	need = is_send ? req->len + (dgram ? SOFTMR_GRH_BYTES : 0) : 0;
 	if (st == IB_WC_SUCCESS && rsgl->len < need)
 		st = IB_WC_LOC_LEN_ERR;
@@ -640,14 +654,7 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 		goto unlock;
 	rwqe = softmr_wq_take(rq);
 	wc.wr_id = rwqe->wr_id;
-	if (rwqe->num_sge > rq->max_sge) {
-		st = IB_WC_LOC_QP_OP_ERR;
-		rq->sgl->num = 0;
-	} else {
-		st = softmr_sgl_resolve(sdev, qp->ibqp.pd, rwqe->sge,
-					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-					rq->sgl);
-	}
+	st = softmr_rwqe_resolve(qp, rq, rwqe);
 	/*
 	 * Nor does it fault ODP memory in or wait for a dma-buf exporter:
 	 * such a receive WQE stays where it is and the datagram is lost
@@ -681,16 +688,11 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 	if (st == IB_WC_SUCCESS) {
 		wc.byte_len = need;
 		wc.src_qp = pkt->sqpn;
-		wc.wc_flags = IB_WC_GRH;
 		if (pkt->opcode == (SOFTMR_OP_UD | SOFTMR_OP_SEND_ONLY_IMM)) {
 			wc.ex.imm_data = pkt->imm;
 			wc.wc_flags |= IB_WC_WITH_IMM;
 		}
-		/* as softmr_recv_complete(): kernel CQs, user CQs */
-		if (!to_scq(qp->ibqp.recv_cq)->is_user)
-			wc.reserved = RDMA_NETWORK_IPV4;
-		else
-			wc.sl = 0x8 | 0x2;
+		softmr_wc_set_datagram(qp, &wc, RDMA_NETWORK_IPV4);
 	} else {
 		softmr_count(sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
 	}
