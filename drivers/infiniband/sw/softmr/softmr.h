@@ -98,6 +98,10 @@ enum softmr_counter {
 	SOFTMR_CNT_WIRE_RX_PACKETS,
 	SOFTMR_CNT_WIRE_RX_MALFORMED,
 	SOFTMR_CNT_WIRE_RX_DROPPED,
+	SOFTMR_CNT_WIRE_TIMEOUTS,
+	SOFTMR_CNT_WIRE_NAKS_RCVD,
+	SOFTMR_CNT_WIRE_NAKS_SENT,
+	SOFTMR_CNT_WIRE_DUP_REQUESTS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -460,6 +464,8 @@ struct softmr_sgl {
  * @sgl: scratch SG list of the consumer (under @lock)
  * @is_user: the ring is mapped by a user context
  * @mmap_entry: user rings: the mmap entry, which owns @hdr
+ * @held: WQEs taken (@cons is past them) whose slots are not yet free:
+ *	send WQEs in flight on the wire (softmr_wq_hold())
  */
 struct softmr_wq {
 	struct softmr_wq_hdr *hdr;
@@ -475,6 +481,7 @@ struct softmr_wq {
 	struct softmr_sgl *sgl;
 	bool is_user;
 	struct rdma_user_mmap_entry *mmap_entry;
+	u32 held;
 };
 
 /**
@@ -564,6 +571,10 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
  * @req: the engine's state for the WQE being executed (under sq.lock)
  * @wire_psn: the PSN of the next UD packet to the wire (under sq.lock)
+ * @wire: RC and UC: the connection's wire state (softmr_wire_conn.h),
+ *	allocated when a connection first goes on the wire
+ * @wire_on: connected to a QP on another host (set at RTR): the wire
+ *	carries the connection, not the local transport
  */
 struct softmr_qp {
 	struct ib_qp ibqp;
@@ -591,6 +602,8 @@ struct softmr_qp {
 	struct delayed_work sq_work;
 	struct softmr_req *req;
 	u32 wire_psn;
+	struct softmr_wire_conn *wire;
+	bool wire_on;
 };
 
 static inline struct softmr_qp *to_sqp(struct ib_qp *ibqp)
@@ -761,6 +774,8 @@ void softmr_wq_cleanup(struct softmr_wq *wq);
 int softmr_wq_pending(struct softmr_wq *wq, u32 *count);
 void *softmr_wq_take(struct softmr_wq *wq);
 void softmr_wq_consume(struct softmr_wq *wq);
+void softmr_wq_hold(struct softmr_wq *wq);
+void softmr_wq_retire(struct softmr_wq *wq);
 void *softmr_wq_slot(struct softmr_wq *wq, u32 index);
 int softmr_post_recv_kernel(struct softmr_wq *wq, const struct ib_recv_wr *wr,
 			    const struct ib_recv_wr **bad_wr);
@@ -855,6 +870,68 @@ struct softmr_xport_hint {
 
 struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
 				       const union ib_gid *dgid, u32 qpn);
+
+/**
+ * struct softmr_req - one send WQE being executed
+ * @qp: the requester
+ * @wqe: the copy of the WQE
+ * @local: its gather (or, for reads and atomics, scatter) list
+ * @inl: inline data, or NULL
+ * @len: message length
+ * @peer: the responder QP, referenced
+ * @av: where the message goes (the AH's or, for RC, the QP's)
+ * @hint: the device the last destination GID resolved to
+ */
+struct softmr_req {
+	struct softmr_qp *qp;
+	struct softmr_send_wqe *wqe;
+	struct softmr_sgl local;
+	const void *inl;
+	u64 len;
+	struct softmr_qp *peer;
+	struct softmr_av av;
+	struct softmr_xport_hint hint;
+};
+
+/* Engine results that are not an ib_wc_status (softmr_engine.c) */
+/* the peer has no receive WQE: wait and retry */
+#define SOFTMR_RNR		(-1)
+/*
+ * stop without completing the WQE, it stays at the head of the queue: a
+ * QP is being destroyed, the thread that rang the doorbell is being
+ * killed, or the wire's send window is full
+ */
+#define SOFTMR_STOP		(-2)
+/* the WQE went on the wire: it completes when it is acknowledged */
+#define SOFTMR_POSTED		(-3)
+
+enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
+				     struct ib_pd *pd,
+				     const struct softmr_sge *sge, u32 num,
+				     int access, struct softmr_sgl *sgl);
+void softmr_sgl_release(struct softmr_sgl *sgl);
+void softmr_send_complete(struct softmr_qp *qp,
+			  const struct softmr_send_wqe *wqe,
+			  enum ib_wc_status status, u32 byte_len);
+bool softmr_sq_process(struct softmr_qp *qp);
+extern const u32 softmr_rnr_usecs[32];
+bool softmr_gid_is_local(const union ib_gid *gid);
+bool softmr_qp_receives(struct softmr_qp *qp);
+struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp);
+
+/* softmr_wire_conn.c: RC and UC connections on the wire */
+struct softmr_wire_conn;
+int softmr_wire_conn_prepare(struct softmr_qp *qp);
+void softmr_wire_conn_rtr(struct softmr_qp *qp);
+void softmr_wire_conn_rts(struct softmr_qp *qp);
+void softmr_wire_conn_reset(struct softmr_qp *qp);
+void softmr_wire_conn_close(struct softmr_qp *qp);
+void softmr_wire_conn_free(struct softmr_qp *qp);
+void softmr_wire_conn_flush(struct softmr_qp *qp);
+bool softmr_wire_conn_busy(struct softmr_qp *qp);
+int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
+			const struct softmr_pkt *pkt,
+			const struct iphdr *iph);
 
 /* softmr_xfer.c: MR to MR copies and atomics */
 int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,

@@ -30,18 +30,10 @@
 
 #include "softmr.h"
 #include "softmr_wire.h"
+#include "softmr_wire_conn.h"
 
 /* Bytes of GRH at the start of every UD receive buffer. */
 #define SOFTMR_GRH_BYTES	40
-
-/* Not an ib_wc_status: the peer has no receive WQE, wait and retry. */
-#define SOFTMR_RNR		(-1)
-/*
- * Not an ib_wc_status: stop without completing the WQE, it stays at the
- * head of the queue: a QP is being destroyed or the thread that rang the
- * doorbell is being killed.
- */
-#define SOFTMR_STOP		(-2)
 
 /* A copy moves at most this much before it looks whether to stop. */
 #define SOFTMR_COPY_PIECE	SZ_1M
@@ -51,7 +43,7 @@ static LIST_HEAD(softmr_rnr_list);
 static DEFINE_SPINLOCK(softmr_rnr_lock);
 
 /* IB RNR NAK timer field (0..31) in microseconds. */
-static const u32 softmr_rnr_usecs[32] = {
+const u32 softmr_rnr_usecs[32] = {
 	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
 	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
@@ -69,7 +61,7 @@ void softmr_engine_exit(void)
 	destroy_workqueue(softmr_engine_wq);
 }
 
-static void softmr_sgl_release(struct softmr_sgl *sgl)
+void softmr_sgl_release(struct softmr_sgl *sgl)
 {
 	while (sgl->num)
 		softmr_mr_put(sgl->mr[--sgl->num]);
@@ -80,11 +72,10 @@ static void softmr_sgl_release(struct softmr_sgl *sgl)
  * Look up and check the SGEs of a WQE: every key must name an MR of @pd on
  * @sdev that allows @access over the SGE's range.
  */
-static enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
-					    struct ib_pd *pd,
-					    const struct softmr_sge *sge,
-					    u32 num, int access,
-					    struct softmr_sgl *sgl)
+enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
+				     struct ib_pd *pd,
+				     const struct softmr_sge *sge, u32 num,
+				     int access, struct softmr_sgl *sgl)
 {
 	u32 i;
 
@@ -192,28 +183,6 @@ static int softmr_cursor_copy(const struct softmr_req *req,
 	return 0;
 }
 
-/**
- * struct softmr_req - one send WQE being executed
- * @qp: the requester
- * @wqe: the copy of the WQE
- * @local: its gather (or, for reads and atomics, scatter) list
- * @inl: inline data, or NULL
- * @len: message length
- * @peer: the responder QP, referenced
- * @av: where the message goes (the AH's or, for RC, the QP's)
- * @hint: the device the last destination GID resolved to
- */
-struct softmr_req {
-	struct softmr_qp *qp;
-	struct softmr_send_wqe *wqe;
-	struct softmr_sgl local;
-	const void *inl;
-	u64 len;
-	struct softmr_qp *peer;
-	struct softmr_av av;
-	struct softmr_xport_hint hint;
-};
-
 /*
  * Must the engine stop working for @req now?  When either QP is being
  * destroyed (device removal waits for it) or the thread that runs it is
@@ -228,7 +197,7 @@ static bool softmr_req_stopped(const struct softmr_req *req)
 	       fatal_signal_pending(current);
 }
 
-static struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp)
+struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp)
 {
 	return qp->srq ? &qp->srq->rq : &qp->rq;
 }
@@ -245,7 +214,7 @@ static bool softmr_qp_reliable(struct softmr_qp *qp)
 	return qp->ibqp.qp_type == IB_QPT_RC;
 }
 
-static bool softmr_qp_receives(struct softmr_qp *qp)
+bool softmr_qp_receives(struct softmr_qp *qp)
 {
 	enum ib_qp_state s = READ_ONCE(qp->state);
 
@@ -710,7 +679,7 @@ put:
 }
 
 /* Does a softmr device on this host own @gid (then nothing goes out)? */
-static bool softmr_gid_is_local(const union ib_gid *gid)
+bool softmr_gid_is_local(const union ib_gid *gid)
 {
 	struct softmr_dev *sdev = softmr_dev_get_by_gid(gid);
 
@@ -1183,9 +1152,9 @@ static u32 softmr_wc_opcode(u32 wr_opcode)
 	}
 }
 
-static void softmr_send_complete(struct softmr_qp *qp,
-				 const struct softmr_send_wqe *wqe,
-				 enum ib_wc_status status, u32 byte_len)
+void softmr_send_complete(struct softmr_qp *qp,
+			  const struct softmr_send_wqe *wqe,
+			  enum ib_wc_status status, u32 byte_len)
 {
 	struct ib_uverbs_wc wc = {
 		.wr_id = wqe->wr_id,
@@ -1234,10 +1203,25 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	req->len = 0;
 	req->local.num = 0;
 	st = softmr_req_prepare(req);
+	/*
+	 * On the wire, WQEs complete in order: what completes here and now
+	 * (local operations, errors) and a fence wait for those in flight.
+	 */
+	if (READ_ONCE(qp->wire_on) &&
+	    (st != IB_WC_SUCCESS || softmr_opcode_local(wqe->opcode) ||
+	     (wqe->flags & SOFTMR_SEND_FENCE)) && softmr_wire_conn_busy(qp)) {
+		softmr_sgl_release(&req->local);
+		return SOFTMR_STOP;
+	}
 	if (st == IB_WC_SUCCESS && softmr_opcode_local(wqe->opcode))
 		return softmr_local_op(qp, wqe);
 	if (st == IB_WC_SUCCESS && !req->inl)
 		req->len = req->local.len;
+	if (st == IB_WC_SUCCESS && READ_ONCE(qp->wire_on)) {
+		st = softmr_wire_req_post(req);
+		softmr_sgl_release(&req->local);
+		return st;
+	}
 	if (st == IB_WC_SUCCESS)
 		st = softmr_req_peer(req);
 	if (st == IB_WC_SUCCESS && req->peer)
@@ -1263,6 +1247,7 @@ static void softmr_sq_flush(struct softmr_qp *qp)
 	struct softmr_wq *sq = &qp->sq;
 	u32 n;
 
+	softmr_wire_conn_flush(qp);	/* those in flight first */
 	if (softmr_wq_pending(sq, &n))
 		return;
 	while (n--) {
@@ -1301,7 +1286,7 @@ void softmr_rq_flush(struct softmr_qp *qp)
 }
 
 /* Run the send queue; sq.lock held.  Return: more work is left. */
-static bool softmr_sq_process(struct softmr_qp *qp)
+bool softmr_sq_process(struct softmr_qp *qp)
 {
 	struct softmr_wq *sq = &qp->sq;
 	struct softmr_req *req = qp->req;
@@ -1337,6 +1322,14 @@ static bool softmr_sq_process(struct softmr_qp *qp)
 		st = softmr_sq_execute(qp, wqe, req);
 		if (st == SOFTMR_STOP)
 			break;	/* the WQE stays at the head */
+		if (st == SOFTMR_POSTED) {	/* completes when answered */
+			softmr_wq_hold(sq);
+			softmr_count(qp->sdev, SOFTMR_CNT_SEND_WQES, 1);
+			softmr_count(qp->sdev, SOFTMR_CNT_TX_BYTES, req->len);
+			if (!budget)
+				more = true;
+			continue;
+		}
 		if (st == SOFTMR_RNR) {
 			if (qp->rnr_left == 0) {
 				softmr_rnr_forget(qp);
@@ -1382,6 +1375,7 @@ void softmr_engine_qp_cleanup(struct softmr_qp *qp)
 {
 	kfree(qp->req);
 	qp->req = NULL;
+	softmr_wire_conn_free(qp);
 }
 
 /**

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * The wire: RoCEv2 datagrams to and from other hosts over UDP port 4791
- * (IPv4 GIDs).  Today UD only, and only with the module parameter wire=1:
- * RC and UC to a destination that no softmr device on this host owns still
- * complete with "retry exceeded" (Documentation/infiniband/softmr.rst,
+ * The wire: RoCEv2 packets to and from other hosts over UDP port 4791
+ * (IPv4 GIDs), with the module parameter wire=1: UD datagrams here, RC and
+ * UC connections in softmr_wire_conn.c (Documentation/infiniband/softmr.rst,
  * "The wire").
  *
  * One kernel UDP socket per network namespace, shared by the wire devices
@@ -34,7 +33,7 @@
 static bool wire;
 module_param(wire, bool, 0444);
 MODULE_PARM_DESC(wire,
-		 "RoCEv2 UD datagrams to other hosts over UDP port 4791 (default: off, this host only)");
+		 "RoCEv2 (RC, UC, UD) to other hosts over UDP port 4791 (default: off, this host only)");
 
 /* A network namespace's socket and the wire devices using it */
 struct softmr_net {
@@ -108,8 +107,11 @@ static struct pernet_operations softmr_net_ops = {
 	.size = sizeof(struct softmr_net),
 };
 
-/* The longest packet a wire device takes: a 4096-byte UD payload */
-#define SOFTMR_WIRE_PKT_MAX	(sizeof(struct udphdr) + 12 + 8 + 4 + 4096 + \
+/*
+ * The longest packet a wire device takes: 4096 bytes of payload after the
+ * longest headers (BTH, RETH, ImmDt)
+ */
+#define SOFTMR_WIRE_PKT_MAX	(sizeof(struct udphdr) + 12 + 16 + 4 + 4096 + \
 				 3 + SOFTMR_ICRC_BYTES)
 
 /*
@@ -146,13 +148,13 @@ static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 	    get_unaligned_le32(bth + len - SOFTMR_ICRC_BYTES))
 		goto count;
 	/*
-	 * UD only so far (RC and UC peers find nobody here); the default
-	 * partition; one packet within the MTU
+	 * RC, UC and UD; the default partition; a UD packet within the
+	 * largest MTU (connections check theirs on the QP's path MTU)
 	 */
 	bad = SOFTMR_CNT_WIRE_RX_DROPPED;
-	if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD ||
-	    (pkt.pkey & 0x7fff) != (SOFTMR_DEF_PKEY & 0x7fff) ||
-	    softmr_pkt_check_len(&pkt, ib_mtu_enum_to_int(IB_MTU_4096)))
+	if ((pkt.pkey & 0x7fff) != (SOFTMR_DEF_PKEY & 0x7fff) ||
+	    (SOFTMR_OP_TRANSPORT(pkt.opcode) == SOFTMR_OP_UD &&
+	     softmr_pkt_check_len(&pkt, ib_mtu_enum_to_int(IB_MTU_4096))))
 		goto count;
 	/* the worker needs neither the route nor conntrack */
 	skb_dst_drop(skb);
@@ -186,11 +188,20 @@ void softmr_wire_rx_work(struct work_struct *work)
 		struct softmr_pkt pkt;
 
 		/* checked before it was queued; parsed again here */
-		if (softmr_pkt_parse(uh + 1, len, &pkt) ||
-		    softmr_engine_wire_recv(sdev, &pkt, iph))
+		if (softmr_pkt_parse(uh + 1, len, &pkt)) {
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
-		else
+		} else if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD) {
+			/* the QP's worker takes it on (and counts it) */
+			if (!softmr_wire_conn_rx(sdev, skb, &pkt, iph)) {
+				cond_resched();
+				continue;
+			}
+			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
+		} else if (softmr_engine_wire_recv(sdev, &pkt, iph)) {
+			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
+		} else {
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_PACKETS, 1);
+		}
 		kfree_skb(skb);
 		cond_resched();
 	}

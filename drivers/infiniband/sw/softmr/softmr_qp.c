@@ -384,6 +384,7 @@ static void softmr_qp_reset_rings(struct softmr_qp *qp)
 		spin_lock_irqsave(&wq->post_lock, flags);
 		prod = wq->is_user ? READ_ONCE(wq->hdr->producer) : wq->prod;
 		wq->cons = prod;
+		wq->held = 0;
 		/* slots free only after we are done reading them */
 		smp_store_release(&wq->hdr->consumer, prod);
 		spin_unlock_irqrestore(&wq->post_lock, flags);
@@ -426,6 +427,14 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		if (err)
 			return err;
 	}
+	/* a connection that may go on the wire: its state first */
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR &&
+	    (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) &&
+	    READ_ONCE(qp->sdev->wire)) {
+		err = softmr_wire_conn_prepare(qp);
+		if (err)
+			return err;
+	}
 
 	spin_lock_irqsave(&qp->state_lock, flags);
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
@@ -449,6 +458,11 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	switch (new) {
 	case IB_QPS_RESET:
 		softmr_qp_reset_rings(qp);
+		softmr_wire_conn_reset(qp);
+		break;
+	case IB_QPS_RTR:
+		if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
+			softmr_wire_conn_rtr(qp);
 		break;
 	case IB_QPS_ERR:
 		if (qp->srq)
@@ -458,6 +472,8 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		softmr_rq_flush(qp);
 		break;
 	case IB_QPS_RTS:
+		if (cur == IB_QPS_RTR)
+			softmr_wire_conn_rts(qp);
 		/*
 		 * WQEs posted before RTS run now, in this context: a worker
 		 * kicked here could also run a WQE posted after this call
@@ -541,6 +557,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 	softmr_rnr_forget(qp);
 	disable_delayed_work_sync(&qp->sq_work);
+	softmr_wire_conn_close(qp);
 
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);

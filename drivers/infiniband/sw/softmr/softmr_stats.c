@@ -41,6 +41,10 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_WIRE_RX_PACKETS].name = "wire_rx_packets",
 	[SOFTMR_CNT_WIRE_RX_MALFORMED].name = "wire_rx_malformed",
 	[SOFTMR_CNT_WIRE_RX_DROPPED].name = "wire_rx_dropped",
+	[SOFTMR_CNT_WIRE_TIMEOUTS].name = "wire_timeouts",
+	[SOFTMR_CNT_WIRE_NAKS_RCVD].name = "wire_naks_rcvd",
+	[SOFTMR_CNT_WIRE_NAKS_SENT].name = "wire_naks_sent",
+	[SOFTMR_CNT_WIRE_DUP_REQUESTS].name = "wire_dup_requests",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

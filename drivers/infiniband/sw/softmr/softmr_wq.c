@@ -158,7 +158,36 @@ void softmr_wq_consume(struct softmr_wq *wq)
 	lockdep_assert_held(&wq->lock);
 	wq->cons++;
 	/* the slot may be reused once the producer sees this */
-	smp_store_release(&wq->hdr->consumer, wq->cons);
+	smp_store_release(&wq->hdr->consumer, wq->cons - wq->held);
+}
+
+/**
+ * softmr_wq_hold() - take the WQE at the head, keep its slot busy
+ * @wq: a send queue, consumer lock held
+ *
+ * For a WQE in flight on the wire: the next take sees the WQE after it,
+ * the producer sees its slot in use until softmr_wq_retire(), so no more
+ * WQEs are outstanding than the queue holds.
+ */
+void softmr_wq_hold(struct softmr_wq *wq)
+{
+	lockdep_assert_held(&wq->lock);
+	wq->held++;
+	wq->cons++;
+}
+
+/**
+ * softmr_wq_retire() - free the oldest held slot
+ * @wq: a send queue with softmr_wq_hold() WQEs, consumer lock held
+ */
+void softmr_wq_retire(struct softmr_wq *wq)
+{
+	lockdep_assert_held(&wq->lock);
+	if (WARN_ON_ONCE(!wq->held))
+		return;
+	wq->held--;
+	/* the slot may be reused once the producer sees this */
+	smp_store_release(&wq->hdr->consumer, wq->cons - wq->held);
 }
 
 /**

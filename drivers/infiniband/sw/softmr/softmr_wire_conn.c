@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * RC and UC connections on the wire: the per-QP state, its worker, and the
+ * way received packets reach it.
+ *
+ * A connected QP goes on the wire at RTR when its device is a wire device
+ * and no softmr device on this host owns the destination GID (the local
+ * transport keeps its one-copy path for those).  From then on:
+ *
+ * - the requester runs where the local one does (the doorbell or the
+ *   engine's worker), but a WQE sent is held in the send window until its
+ *   ACK, read response or atomic ACK arrives (softmr_wire_req.c);
+ * - packets from the wire reach the device's receive worker, which finds
+ *   the QP, checks that the packet comes from the QP's destination, and
+ *   queues it on the QP (bounded); the QP's own worker then handles it in
+ *   process context under sq.lock: responses and ACKs for the requester,
+ *   requests for the responder (softmr_wire_resp.c), which may fault ODP
+ *   pages in and wait for a dma-buf exporter: it works for this QP only.
+ *   The same worker runs the retransmission and RNR timers.
+ */
+
+#include <linux/ip.h>
+#include <linux/slab.h>
+#include <rdma/ib_addr.h>
+
+#include "softmr_wire_conn.h"
+
+static void softmr_wire_conn_work(struct work_struct *work);
+
+/* The engine's queue: what the QP's worker waits for is its own memory. */
+static struct workqueue_struct *softmr_conn_wq(void)
+{
+	return system_unbound_wq;
+}
+
+/**
+ * softmr_wire_conn_kick() - have the QP's wire worker run
+ * @wc: the connection
+ * @delay: in jiffies; an earlier schedule stands
+ */
+void softmr_wire_conn_kick(struct softmr_wire_conn *wc, unsigned long delay)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	if (!wc->closed) {
+		if (!delay)
+			mod_delayed_work(softmr_conn_wq(), &wc->work, 0);
+		else
+			queue_delayed_work(softmr_conn_wq(), &wc->work, delay);
+	}
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+}
+
+/**
+ * softmr_wire_conn_prepare() - the connection state, before RTR
+ * @qp: an RC or UC QP moving to RTR on a wire device
+ *
+ * Return: 0 (allocated now or before), or -ENOMEM.
+ */
+int softmr_wire_conn_prepare(struct softmr_qp *qp)
+{
+	struct softmr_wq *rq = softmr_qp_rq(qp);
+	struct softmr_wire_conn *wc;
+	u32 i;
+
+	if (READ_ONCE(qp->wire))
+		return 0;
+	wc = kzalloc(sizeof(*wc), GFP_KERNEL_ACCOUNT);
+	if (!wc)
+		return -ENOMEM;
+	wc->qp = qp;
+	spin_lock_init(&wc->inq_lock);
+	skb_queue_head_init(&wc->inq);
+	INIT_DELAYED_WORK(&wc->work, softmr_wire_conn_work);
+	wc->copies = kvcalloc(SOFTMR_WIRE_WINDOW, qp->sq.stride,
+			      GFP_KERNEL_ACCOUNT);
+	wc->sgl = kmalloc(sizeof(*wc->sgl), GFP_KERNEL_ACCOUNT);
+	wc->rwqe = kmalloc(rq->stride, GFP_KERNEL_ACCOUNT);
+	wc->res = kcalloc(SOFTMR_MAX_RD_ATOM, sizeof(*wc->res),
+			  GFP_KERNEL_ACCOUNT);
+	if (!wc->copies || !wc->sgl || !wc->rwqe || !wc->res)
+		goto free;
+	wc->sgl->num = 0;
+	for (i = 0; i < SOFTMR_WIRE_WINDOW; i++)
+		wc->win[i].wqe = wc->copies + (size_t)i * qp->sq.stride;
+	/* a concurrent modify_qp may have been first */
+	if (!cmpxchg(&qp->wire, NULL, wc))
+		return 0;
+	wc->sgl->num = 0;
+free:
+	kvfree(wc->copies);
+	kfree(wc->sgl);
+	kfree(wc->rwqe);
+	kfree(wc->res);
+	kfree(wc);
+	return qp->wire ? 0 : -ENOMEM;
+}
+
+/* Does a connection to @av leave this host? */
+static bool softmr_wire_conn_remote(struct softmr_qp *qp,
+				    const struct softmr_av *av)
+{
+	return softmr_wire_reaches(qp->sdev, av) &&
+	       !softmr_gid_is_local(&av->dgid);
+}
+
+/**
+ * softmr_wire_conn_rtr() - a connected QP moves to RTR
+ * @qp: an RC or UC QP, its new attributes applied
+ *
+ * Chooses the transport for the connection: the wire when the destination
+ * is on another host.  The responder starts at the QP's rq_psn.
+ *
+ * softmr_wire_conn_prepare() allocated the state.
+ */
+void softmr_wire_conn_rtr(struct softmr_qp *qp)
+{
+	struct softmr_wire_conn *wc = qp->wire;
+	struct softmr_av av;
+	unsigned long flags;
+	u32 dqpn, rq_psn, nres;
+	enum ib_mtu mtu;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	av = qp->av;
+	dqpn = qp->attr.dest_qp_num;
+	rq_psn = qp->attr.rq_psn;
+	mtu = qp->attr.path_mtu;
+	nres = qp->attr.max_dest_rd_atomic;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+
+	if (!wc || !softmr_wire_conn_remote(qp, &av)) {
+		WRITE_ONCE(qp->wire_on, false);
+		return;
+	}
+	mutex_lock(&qp->sq.lock);
+	wc->av = av;
+	wc->dqpn = dqpn;
+	wc->uc = qp->ibqp.qp_type == IB_QPT_UC;
+	/* the path MTU, within what the netdev carries */
+	wc->mtu = min(ib_mtu_enum_to_int(mtu ?: IB_MTU_1024),
+		      ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu))));
+	if ((int)wc->mtu < 256)
+		wc->mtu = 256;
+	/* RoCEv2's UDP source port spreads flows: one per QP */
+	wc->sport = 0xc000 | (qp->ibqp.qp_num & 0x3fff);
+	wc->epsn = rq_psn & SOFTMR_PSN_MASK;
+	wc->msn = 0;
+	wc->mstate = SOFTMR_MSG_NONE;
+	wc->nak_sent = false;
+	wc->ack_owed = false;
+	wc->rwqe_held = false;
+	wc->nres = min_t(u32, nres, SOFTMR_MAX_RD_ATOM);
+	wc->res_next = 0;
+	memset(wc->res, 0, SOFTMR_MAX_RD_ATOM * sizeof(*wc->res));
+	WRITE_ONCE(qp->wire_on, true);
+	mutex_unlock(&qp->sq.lock);
+}
+
+/**
+ * softmr_wire_conn_rts() - a connected QP on the wire moves from RTR to RTS
+ * @qp: the QP
+ *
+ * The requester starts at the QP's sq_psn with an empty window.
+ */
+void softmr_wire_conn_rts(struct softmr_qp *qp)
+{
+	struct softmr_wire_conn *wc = qp->wire;
+	unsigned long flags;
+	u8 timeout;
+
+	if (!READ_ONCE(qp->wire_on))
+		return;
+	mutex_lock(&qp->sq.lock);
+	softmr_wire_req_reset(wc);
+	spin_lock_irqsave(&qp->state_lock, flags);
+	wc->npsn = qp->attr.sq_psn & SOFTMR_PSN_MASK;
+	wc->retry_cnt = qp->attr.retry_cnt;
+	wc->rnr_retry = qp->attr.rnr_retry;
+	wc->retry_left = wc->retry_cnt;
+	wc->rnr_left = wc->rnr_retry;
+	wc->resp_max = max_t(u32, qp->attr.max_rd_atomic, 1);
+	timeout = qp->attr.timeout;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	wc->spsn = wc->npsn;
+	wc->una = wc->npsn;
+	/* 4.096 µs << timeout; 0: no timer (IBTA 9.7.6.1.3) */
+	wc->timeout = timeout ?
+		max_t(unsigned long, usecs_to_jiffies((4096ULL << timeout) / 1000), 2) : 0;
+	mutex_unlock(&qp->sq.lock);
+}
+
+/**
+ * softmr_wire_conn_reset() - a QP goes to RESET: forget the connection
+ * @qp: the QP, its rings emptied
+ */
+void softmr_wire_conn_reset(struct softmr_qp *qp)
+{
+	struct softmr_wire_conn *wc = qp->wire;
+	unsigned long flags;
+
+	WRITE_ONCE(qp->wire_on, false);
+	if (!wc)
+		return;
+	mutex_lock(&qp->sq.lock);
+	softmr_wire_req_reset(wc);
+	wc->rwqe_held = false;
+	wc->mstate = SOFTMR_MSG_NONE;
+	mutex_unlock(&qp->sq.lock);
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	__skb_queue_purge(&wc->inq);
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+}
+
+/**
+ * softmr_wire_conn_busy() - has the QP WQEs in flight on the wire?
+ * @qp: the QP, sq.lock held
+ *
+ * Return: true while the send window is not empty.
+ */
+bool softmr_wire_conn_busy(struct softmr_qp *qp)
+{
+	lockdep_assert_held(&qp->sq.lock);
+	return qp->wire && !softmr_wire_win_empty(qp->wire);
+}
+
+/**
+ * softmr_wire_conn_flush() - the QP is in the error state: flush its wire
+ *	state before the send queue
+ * @qp: the QP, sq.lock held
+ */
+void softmr_wire_conn_flush(struct softmr_qp *qp)
+{
+	lockdep_assert_held(&qp->sq.lock);
+	if (!qp->wire)
+		return;
+	softmr_wire_req_flush(qp->wire);
+	softmr_wire_resp_flush(qp->wire);
+}
+
+/**
+ * softmr_wire_conn_close() - the QP is being destroyed
+ * @qp: the QP, qp->dying set
+ *
+ * Afterwards nothing is queued to the QP and its worker does not run.
+ */
+void softmr_wire_conn_close(struct softmr_qp *qp)
+{
+	struct softmr_wire_conn *wc = qp->wire;
+	unsigned long flags;
+
+	if (!wc)
+		return;
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	wc->closed = true;
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+	cancel_delayed_work_sync(&wc->work);
+	skb_queue_purge(&wc->inq);
+}
+
+/**
+ * softmr_wire_conn_free() - free a closed connection's state
+ * @qp: the QP
+ */
+void softmr_wire_conn_free(struct softmr_qp *qp)
+{
+	struct softmr_wire_conn *wc = qp->wire;
+
+	if (!wc)
+		return;
+	softmr_sgl_release(wc->sgl);
+	kvfree(wc->copies);
+	kfree(wc->sgl);
+	kfree(wc->rwqe);
+	kfree(wc->res);
+	kfree(wc);
+	qp->wire = NULL;
+}
+
+/**
+ * softmr_wire_conn_rx() - an RC or UC packet from the wire for a QP here
+ * @sdev: the device that owns the destination GID
+ * @skb: the packet (consumed when 0 is returned)
+ * @pkt: its parse
+ * @iph: its IPv4 header
+ *
+ * The device's receive worker: finds the QP, checks that the packet comes
+ * from the QP's destination on the wire, and queues it for the QP's worker.
+ *
+ * Return: 0 when queued, -ENOENT when nobody here takes it.
+ */
+int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
+			const struct softmr_pkt *pkt, const struct iphdr *iph)
+{
+	enum ib_qp_type type = SOFTMR_OP_TRANSPORT(pkt->opcode) ==
+			       SOFTMR_OP_RC ? IB_QPT_RC : IB_QPT_UC;
+	struct softmr_wire_conn *wc;
+	struct softmr_qp *qp;
+	unsigned long flags;
+	int ret = -ENOENT;
+
+	qp = softmr_qp_get(sdev, pkt->dqpn);
+	if (!qp)
+		return -ENOENT;
+	/* once set, qp->wire stays until the QP is freed */
+	wc = READ_ONCE(qp->wire);
+	if (qp->ibqp.qp_type != type || !wc || !READ_ONCE(qp->wire_on) ||
+	    !softmr_qp_receives(qp))
+		goto put;
+	/* from the QP's destination to its source address, nobody else */
+	spin_lock_irqsave(&qp->state_lock, flags);
+	if (memcmp(&iph->saddr, qp->av.dgid.raw + 12, 4) ||
+	    memcmp(&iph->daddr, qp->av.sgid.raw + 12, 4)) {
+		spin_unlock_irqrestore(&qp->state_lock, flags);
+		goto put;
+	}
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	if (!wc->closed && skb_queue_len(&wc->inq) < SOFTMR_WIRE_INQ_MAX) {
+		__skb_queue_tail(&wc->inq, skb);
+		mod_delayed_work(softmr_conn_wq(), &wc->work, 0);
+		ret = 0;
+	}
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+put:
+	softmr_qp_put(qp);
+	return ret;
+}
+
+/* Handle one queued packet; sq.lock held. */
+static void softmr_wire_conn_handle(struct softmr_wire_conn *wc,
+				    struct sk_buff *skb)
+{
+	const struct udphdr *uh = udp_hdr(skb);
+	struct softmr_pkt pkt;
+
+	/* checked before it was queued; parsed again here */
+	if (softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh), &pkt)) {
+		softmr_count(wc->qp->sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
+		return;
+	}
+	softmr_count(wc->qp->sdev, SOFTMR_CNT_WIRE_RX_PACKETS, 1);
+	if (pkt.flags & SOFTMR_PF_REQ)
+		softmr_wire_resp_rx(wc, &pkt);
+	else if (!wc->uc)
+		softmr_wire_req_rx(wc, &pkt);
+}
+
+/*
+ * The QP's wire worker: received packets (a bounded batch), the ACK owed
+ * for them, the requester's timers and whatever the window lets it send.
+ */
+static void softmr_wire_conn_work(struct work_struct *work)
+{
+	struct softmr_wire_conn *wc = container_of(to_delayed_work(work),
+						   struct softmr_wire_conn,
+						   work);
+	struct softmr_qp *qp = wc->qp;
+	u32 budget = SOFTMR_WIRE_BUDGET;
+	struct sk_buff *skb;
+	unsigned long flags;
+	bool more;
+
+	mutex_lock(&qp->sq.lock);
+	while (budget--) {
+		spin_lock_irqsave(&wc->inq_lock, flags);
+		skb = __skb_dequeue(&wc->inq);
+		spin_unlock_irqrestore(&wc->inq_lock, flags);
+		if (!skb)
+			break;
+		if (READ_ONCE(qp->wire_on) && !READ_ONCE(qp->dying))
+			softmr_wire_conn_handle(wc, skb);
+		kfree_skb(skb);
+	}
+	softmr_wire_resp_ack(wc);
+	if (READ_ONCE(qp->wire_on) && !wc->uc)
+		softmr_wire_req_timer(wc);
+	/* the window may have room: more WQEs from the send queue */
+	if (READ_ONCE(qp->wire_on) && !READ_ONCE(qp->dying))
+		softmr_sq_process(qp);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		softmr_sq_process(qp);	/* flushes */
+	mutex_unlock(&qp->sq.lock);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		softmr_rq_flush(qp);
+
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	more = !skb_queue_empty(&wc->inq);
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+	if (more)
+		softmr_wire_conn_kick(wc, 0);
+}
+
+/**
+ * softmr_wire_conn_pkt() - a packet of the connection to fill
+ * @wc: the connection
+ * @pkt: its headers (opcode and the fields it needs); PSN and flags set by
+ *	the caller, pad, P_Key and destination QP here
+ * @data_len: payload bytes
+ * @payload: set to where the payload goes
+ *
+ * Return: the skb (headers written), or NULL.
+ */
+struct sk_buff *softmr_wire_conn_pkt(struct softmr_wire_conn *wc,
+				     struct softmr_pkt *pkt, u32 data_len,
+				     u8 **payload)
+{
+	unsigned int hl = softmr_op_hdr_len(pkt->opcode);
+	struct sk_buff *skb;
+
+	pkt->pad = -data_len & 3;
+	pkt->pkey = SOFTMR_DEF_PKEY;
+	pkt->dqpn = wc->dqpn;
+	skb = softmr_wire_alloc(wc->qp->sdev, hl + data_len + pkt->pad);
+	if (!skb)
+		return NULL;
+	softmr_pkt_build(skb->data, pkt);
+	*payload = skb->data + hl;
+	memset(*payload + data_len, 0, pkt->pad);
+	return skb;
+}
+
+/**
+ * softmr_wire_conn_send() - send a packet from softmr_wire_conn_pkt()
+ * @wc: the connection
+ * @skb: the packet (consumed)
+ */
+void softmr_wire_conn_send(struct softmr_wire_conn *wc, struct sk_buff *skb)
+{
+	softmr_wire_xmit(wc->qp->sdev, skb, &wc->av, wc->sport);
+}
+
+/**
+ * softmr_wire_sgl_copy() - copy between a buffer and an SG list at an offset
+ * @sgl: the SG list, resolved
+ * @off: byte offset into the list
+ * @buf: the buffer
+ * @len: bytes
+ * @dir: SOFTMR_FROM_MR (gather into @buf) or SOFTMR_TO_MR (scatter)
+ * @access: what the list was checked for
+ *
+ * Return: bytes copied; less than @len when the list ends or an access
+ * fails.
+ */
+u64 softmr_wire_sgl_copy(struct softmr_sgl *sgl, u64 off, void *buf, u64 len,
+			 enum softmr_copy_dir dir, int access)
+{
+	u64 done = 0;
+	u32 i;
+
+	for (i = 0; i < sgl->num && done < len; i++) {
+		const struct softmr_sge *sge = &sgl->sge[i];
+		u64 n;
+
+		if (off >= sge->length) {
+			off -= sge->length;
+			continue;
+		}
+		n = min_t(u64, sge->length - off, len - done);
+		if (softmr_mr_copy_key(sgl->mr[i], sge->lkey, sge->addr + off,
+				       buf + done, n, dir, access))
+			break;
+		done += n;
+		off = 0;
+	}
+	return done;
+}
