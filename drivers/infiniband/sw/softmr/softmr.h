@@ -141,6 +141,8 @@ enum softmr_counter {
  * @wire_rxq: received packets waiting for @wire_rx_work (queued under the
  *	device list lock, holding no device reference: softmr_dev_wire_rx())
  * @wire_rx_work: delivers @wire_rxq in process context
+ * @wire_conn_queued: received packets waiting on the device's connections'
+ *	queues, all together (SOFTMR_WIRE_CONN_QUEUED_MAX at most)
  */
 struct softmr_dev {
 	struct ib_device ibdev;
@@ -181,6 +183,7 @@ struct softmr_dev {
 	struct list_head wire_entry;
 	struct sk_buff_head wire_rxq;
 	struct work_struct wire_rx_work;
+	atomic_t wire_conn_queued;
 };
 
 static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
@@ -923,7 +926,9 @@ struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp);
 struct softmr_wire_conn;
 int softmr_wire_conn_prepare(struct softmr_qp *qp);
 void softmr_wire_conn_rtr(struct softmr_qp *qp);
-void softmr_wire_conn_rts(struct softmr_qp *qp);
+void softmr_wire_conn_rts(struct softmr_qp *qp, const struct ib_qp_attr *attr);
+int softmr_wire_conn_init(void);
+void softmr_wire_conn_exit(void);
 void softmr_wire_conn_reset(struct softmr_qp *qp);
 void softmr_wire_conn_close(struct softmr_qp *qp);
 void softmr_wire_conn_free(struct softmr_qp *qp);

@@ -1016,8 +1016,9 @@ static bool softmr_peer_is_partner(struct softmr_req *req,
 	unsigned long flags;
 	bool ok;
 
+	/* a QP connected over the wire is nobody's local partner */
 	if (peer->ibqp.qp_type != qp->ibqp.qp_type ||
-	    peer->serial > rtr_serial)
+	    peer->serial > rtr_serial || READ_ONCE(peer->wire_on))
 		return false;
 	spin_lock_irqsave(&peer->state_lock, flags);
 	ok = peer->attr.dest_qp_num == qp->ibqp.qp_num &&

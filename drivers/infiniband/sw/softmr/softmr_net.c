@@ -413,14 +413,24 @@ int softmr_net_init(void)
 					 WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!softmr_wire_wq)
 		return -ENOMEM;
+	err = softmr_wire_conn_init();
+	if (err)
+		goto err_wq;
 	err = register_pernet_subsys(&softmr_net_ops);
 	if (err)
-		destroy_workqueue(softmr_wire_wq);
+		goto err_conn;
+	return 0;
+
+err_conn:
+	softmr_wire_conn_exit();
+err_wq:
+	destroy_workqueue(softmr_wire_wq);
 	return err;
 }
 
 void softmr_net_exit(void)
 {
 	unregister_pernet_subsys(&softmr_net_ops);
+	softmr_wire_conn_exit();
 	destroy_workqueue(softmr_wire_wq);
 }

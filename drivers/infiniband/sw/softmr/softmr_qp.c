@@ -410,8 +410,10 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 {
 	struct softmr_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, new;
+	struct ib_qp_attr rts_attr;
 	struct softmr_av av = {};
 	unsigned long flags;
+	bool lock_sq;
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -436,15 +438,27 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			return err;
 	}
 
+	/*
+	 * RTR to RTS on the wire: the requester's state is set before any
+	 * doorbell can see RTS (sq.lock held across the change)
+	 */
+	lock_sq = (mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTS &&
+		  READ_ONCE(qp->wire_on);
+	if (lock_sq)
+		mutex_lock(&qp->sq.lock);
 	spin_lock_irqsave(&qp->state_lock, flags);
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 	if (cur != qp->state ||
 	    !ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
 		spin_unlock_irqrestore(&qp->state_lock, flags);
+		if (lock_sq)
+			mutex_unlock(&qp->sq.lock);
 		return -EINVAL;
 	}
 	softmr_qp_apply_attr(qp, attr, mask, &av);
+	if (lock_sq && cur == IB_QPS_RTR)
+		rts_attr = qp->attr;
 	if (mask & IB_QP_STATE)
 		softmr_qp_store_state(qp, new);
 	/* connected anew: the next first message latches the partner */
@@ -452,13 +466,18 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	    new == IB_QPS_RESET)
 		atomic64_set(&qp->peer_serial, 0);
 	spin_unlock_irqrestore(&qp->state_lock, flags);
+	if (lock_sq) {
+		if (cur == IB_QPS_RTR)
+			softmr_wire_conn_rts(qp, &rts_attr);
+		mutex_unlock(&qp->sq.lock);
+	}
 
 	if (!(mask & IB_QP_STATE) || cur == new)
 		return 0;
 	switch (new) {
 	case IB_QPS_RESET:
-		softmr_qp_reset_rings(qp);
 		softmr_wire_conn_reset(qp);
+		softmr_qp_reset_rings(qp);
 		break;
 	case IB_QPS_RTR:
 		if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
@@ -472,8 +491,6 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		softmr_rq_flush(qp);
 		break;
 	case IB_QPS_RTS:
-		if (cur == IB_QPS_RTR)
-			softmr_wire_conn_rts(qp);
 		/*
 		 * WQEs posted before RTS run now, in this context: a worker
 		 * kicked here could also run a WQE posted after this call

@@ -27,10 +27,28 @@
 
 static void softmr_wire_conn_work(struct work_struct *work);
 
-/* The engine's queue: what the QP's worker waits for is its own memory. */
+/*
+ * The connections' workers: a queue of their own (what one waits for is
+ * its QP's memory: nothing else queued here waits behind it), able to
+ * make progress under memory pressure (kernel consumers' storage).
+ */
+static struct workqueue_struct *softmr_wire_conn_wq;
+
 static struct workqueue_struct *softmr_conn_wq(void)
 {
-	return system_unbound_wq;
+	return softmr_wire_conn_wq;
+}
+
+int softmr_wire_conn_init(void)
+{
+	softmr_wire_conn_wq = alloc_workqueue("softmr_conn", WQ_UNBOUND |
+					      WQ_MEM_RECLAIM, 0);
+	return softmr_wire_conn_wq ? 0 : -ENOMEM;
+}
+
+void softmr_wire_conn_exit(void)
+{
+	destroy_workqueue(softmr_wire_conn_wq);
 }
 
 /**
@@ -43,12 +61,11 @@ void softmr_wire_conn_kick(struct softmr_wire_conn *wc, unsigned long delay)
 	unsigned long flags;
 
 	spin_lock_irqsave(&wc->inq_lock, flags);
-	if (!wc->closed) {
-		if (!delay)
-			mod_delayed_work(softmr_conn_wq(), &wc->work, 0);
-		else
-			queue_delayed_work(softmr_conn_wq(), &wc->work, delay);
-	}
+	/* an earlier time than the one pending wins, a later one waits */
+	if (!wc->closed &&
+	    (!delayed_work_pending(&wc->work) ||
+	     time_before(jiffies + delay, wc->work.timer.expires)))
+		mod_delayed_work(softmr_conn_wq(), &wc->work, delay);
 	spin_unlock_irqrestore(&wc->inq_lock, flags);
 }
 
@@ -160,45 +177,59 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 
 /**
  * softmr_wire_conn_rts() - a connected QP on the wire moves from RTR to RTS
- * @qp: the QP
+ * @qp: the QP, its sq.lock held since before the state changed (nothing
+ *	is sent with the requester's state not yet set)
+ * @attr: the QP's attributes as they will be in RTS
  *
  * The requester starts at the QP's sq_psn with an empty window.
  */
-void softmr_wire_conn_rts(struct softmr_qp *qp)
+void softmr_wire_conn_rts(struct softmr_qp *qp, const struct ib_qp_attr *attr)
 {
 	struct softmr_wire_conn *wc = qp->wire;
-	unsigned long flags;
 	u8 timeout;
 
+	lockdep_assert_held(&qp->sq.lock);
 	if (!READ_ONCE(qp->wire_on))
 		return;
-	mutex_lock(&qp->sq.lock);
+	WARN_ON_ONCE(!softmr_wire_win_empty(wc));
 	softmr_wire_req_reset(wc);
-	spin_lock_irqsave(&qp->state_lock, flags);
-	wc->npsn = qp->attr.sq_psn & SOFTMR_PSN_MASK;
-	wc->retry_cnt = qp->attr.retry_cnt;
-	wc->rnr_retry = qp->attr.rnr_retry;
+	wc->npsn = attr->sq_psn & SOFTMR_PSN_MASK;
+	wc->retry_cnt = attr->retry_cnt;
+	wc->rnr_retry = attr->rnr_retry;
 	wc->retry_left = wc->retry_cnt;
 	wc->rnr_left = wc->rnr_retry;
-	wc->resp_max = max_t(u32, qp->attr.max_rd_atomic, 1);
-	timeout = qp->attr.timeout;
-	spin_unlock_irqrestore(&qp->state_lock, flags);
+	wc->resp_max = max_t(u32, attr->max_rd_atomic, 1);
+	timeout = attr->timeout;
 	wc->spsn = wc->npsn;
 	wc->una = wc->npsn;
 	/* 4.096 µs << timeout; 0: no timer (IBTA 9.7.6.1.3) */
 	wc->timeout = timeout ?
-		max_t(unsigned long, usecs_to_jiffies((4096ULL << timeout) / 1000), 2) : 0;
-	mutex_unlock(&qp->sq.lock);
+		max_t(unsigned long, nsecs_to_jiffies(4096ULL << timeout), 2) : 0;
+}
+
+/* Drop the packets queued for the QP's worker. */
+static void softmr_wire_conn_purge(struct softmr_wire_conn *wc)
+{
+	unsigned long flags;
+	u32 n;
+
+	spin_lock_irqsave(&wc->inq_lock, flags);
+	n = skb_queue_len(&wc->inq);
+	__skb_queue_purge(&wc->inq);
+	spin_unlock_irqrestore(&wc->inq_lock, flags);
+	atomic_sub(n, &wc->qp->sdev->wire_conn_queued);
 }
 
 /**
  * softmr_wire_conn_reset() - a QP goes to RESET: forget the connection
- * @qp: the QP, its rings emptied
+ * @qp: the QP in RESET, before its rings are emptied
+ *
+ * Off the wire first, under sq.lock: the worker neither completes nor
+ * sends anything for the old connection afterwards.
  */
 void softmr_wire_conn_reset(struct softmr_qp *qp)
 {
 	struct softmr_wire_conn *wc = qp->wire;
-	unsigned long flags;
 
 	WRITE_ONCE(qp->wire_on, false);
 	if (!wc)
@@ -207,10 +238,9 @@ void softmr_wire_conn_reset(struct softmr_qp *qp)
 	softmr_wire_req_reset(wc);
 	wc->rwqe_held = false;
 	wc->mstate = SOFTMR_MSG_NONE;
+	wc->ack_owed = false;
 	mutex_unlock(&qp->sq.lock);
-	spin_lock_irqsave(&wc->inq_lock, flags);
-	__skb_queue_purge(&wc->inq);
-	spin_unlock_irqrestore(&wc->inq_lock, flags);
+	softmr_wire_conn_purge(wc);
 }
 
 /**
@@ -256,7 +286,7 @@ void softmr_wire_conn_close(struct softmr_qp *qp)
 	wc->closed = true;
 	spin_unlock_irqrestore(&wc->inq_lock, flags);
 	cancel_delayed_work_sync(&wc->work);
-	skb_queue_purge(&wc->inq);
+	softmr_wire_conn_purge(wc);
 }
 
 /**
@@ -318,7 +348,9 @@ int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 
 	spin_lock_irqsave(&wc->inq_lock, flags);
-	if (!wc->closed && skb_queue_len(&wc->inq) < SOFTMR_WIRE_INQ_MAX) {
+	if (!wc->closed && skb_queue_len(&wc->inq) < SOFTMR_WIRE_INQ_MAX &&
+	    atomic_add_unless(&sdev->wire_conn_queued, 1,
+			      SOFTMR_WIRE_CONN_QUEUED_MAX)) {
 		__skb_queue_tail(&wc->inq, skb);
 		mod_delayed_work(softmr_conn_wq(), &wc->work, 0);
 		ret = 0;
@@ -370,16 +402,18 @@ static void softmr_wire_conn_work(struct work_struct *work)
 		spin_unlock_irqrestore(&wc->inq_lock, flags);
 		if (!skb)
 			break;
+		atomic_dec(&qp->sdev->wire_conn_queued);
 		if (READ_ONCE(qp->wire_on) && !READ_ONCE(qp->dying))
 			softmr_wire_conn_handle(wc, skb);
 		kfree_skb(skb);
 	}
-	softmr_wire_resp_ack(wc);
+	if (READ_ONCE(qp->wire_on))
+		softmr_wire_resp_ack(wc);
 	if (READ_ONCE(qp->wire_on) && !wc->uc)
 		softmr_wire_req_timer(wc);
 	/* the window may have room: more WQEs from the send queue */
-	if (READ_ONCE(qp->wire_on) && !READ_ONCE(qp->dying))
-		softmr_sq_process(qp);
+	more = READ_ONCE(qp->wire_on) && !READ_ONCE(qp->dying) &&
+	       softmr_sq_process(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		softmr_sq_process(qp);	/* flushes */
 	mutex_unlock(&qp->sq.lock);
@@ -387,7 +421,7 @@ static void softmr_wire_conn_work(struct work_struct *work)
 		softmr_rq_flush(qp);
 
 	spin_lock_irqsave(&wc->inq_lock, flags);
-	more = !skb_queue_empty(&wc->inq);
+	more |= !skb_queue_empty(&wc->inq);
 	spin_unlock_irqrestore(&wc->inq_lock, flags);
 	if (more)
 		softmr_wire_conn_kick(wc, 0);

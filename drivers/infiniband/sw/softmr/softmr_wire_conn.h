@@ -25,6 +25,8 @@
 #define SOFTMR_WIRE_ACK_EVERY	32
 /* received packets a QP holds for its worker at most */
 #define SOFTMR_WIRE_INQ_MAX	1024
+/* ... and all connections of a device together */
+#define SOFTMR_WIRE_CONN_QUEUED_MAX	8192
 /* packets the worker takes per run before it yields */
 #define SOFTMR_WIRE_BUDGET	256
 
@@ -36,6 +38,8 @@
  * @len: message length
  * @got: a read: bytes of response arrived, in order
  * @resp: a read or atomic: completed by the response, not by an ACK
+ * @regap: a read: a response came after a gap, the read was asked again
+ *	(no second time until a response in order arrives)
  * @done: answered; completes when it reaches the head of the window
  * @status: its completion status once @done
  */
@@ -46,6 +50,7 @@ struct softmr_wire_wqe {
 	u64 len;
 	u64 got;
 	bool resp;
+	bool regap;
 	bool done;
 	u8 status;
 };

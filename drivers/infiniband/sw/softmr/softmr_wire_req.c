@@ -38,6 +38,8 @@ static bool softmr_wire_is_atomic(u32 opcode)
 /* (Re)start the retransmission timer: something is outstanding. */
 static void softmr_wire_req_arm(struct softmr_wire_conn *wc)
 {
+	if (wc->rnr_wait)	/* the RNR timer stands */
+		return;
 	if (softmr_wire_win_empty(wc) || !wc->timeout) {
 		wc->timer_on = false;
 		return;
@@ -95,10 +97,12 @@ static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
 
 	switch (op) {
 	case IB_WR_RDMA_READ:
+		/* from the first response missing (IBTA 9.7.4.1.4) */
 		pkt.opcode = SOFTMR_OP_READ_REQ;
-		pkt.va = wqe->wr.rdma.remote_addr;
+		pkt.psn = softmr_psn_add(w->psn, div_u64(w->got, wc->mtu));
+		pkt.va = wqe->wr.rdma.remote_addr + w->got;
 		pkt.rkey = wqe->wr.rdma.rkey;
-		pkt.dma_len = w->len;
+		pkt.dma_len = w->len - w->got;
 		break;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
@@ -270,6 +274,9 @@ int softmr_wire_req_post(struct softmr_req *req)
 	if (wc->uc)
 		return softmr_wire_req_uc(wc, req, npkts);
 	/* PSNs in flight stay far within the 24-bit space */
+	if (npkts >= BIT(22))	/* 1 GiB and more at an MTU of 256 */
+		return softmr_wire_win_empty(wc) ? IB_WC_LOC_LEN_ERR :
+						   SOFTMR_STOP;
 	if (wc->tail - wc->head >= SOFTMR_WIRE_WINDOW ||
 	    (resp && wc->resp_out >= wc->resp_max) ||
 	    softmr_psn_diff(softmr_psn_add(wc->npsn, npkts), wc->una) >=
@@ -282,6 +289,7 @@ int softmr_wire_req_post(struct softmr_req *req)
 	w->npkts = npkts;
 	w->len = req->len;
 	w->got = 0;
+	w->regap = false;
 	w->resp = resp;
 	w->done = false;
 	w->status = IB_WC_SUCCESS;
@@ -324,17 +332,16 @@ static void softmr_wire_req_goback(struct softmr_wire_conn *wc, u32 psn)
 	struct softmr_wire_wqe *w;
 	u32 i;
 
-	/* reads are asked again from their start, with all they got */
+	/*
+	 * a read is asked again from its first missing response: what it
+	 * got stays (responses come in order); @spsn at a read's first PSN
+	 * sends its request
+	 */
 	for (i = wc->head; i != wc->tail; i++) {
 		w = softmr_win(wc, i);
 		if (w->resp && !w->done && softmr_psn_diff(psn, w->psn) > 0 &&
 		    softmr_psn_diff(psn, softmr_win_end(w)) < 0)
 			psn = w->psn;
-	}
-	for (i = wc->head; i != wc->tail; i++) {
-		w = softmr_win(wc, i);
-		if (w->resp && !w->done && softmr_psn_diff(w->psn, psn) >= 0)
-			w->got = 0;
 	}
 	wc->spsn = psn;
 }
@@ -450,6 +457,9 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 	if (type != SOFTMR_AETH_NAK)
 		return;		/* reserved */
 	if (val == SOFTMR_NAK_PSN_SEQ) {
+		/* what followed an RNR NAK'd packet: resent after the wait */
+		if (wc->rnr_wait)
+			return;
 		softmr_wire_req_goback(wc, psn);
 		softmr_wire_req_arm(wc);
 		return;
@@ -463,24 +473,37 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 {
 	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
+	bool last, start;
 	u32 idx, want;
 	u8 op;
 
 	if (!w || w->wqe->opcode != IB_WR_RDMA_READ)
 		return;
 	idx = div_u64(w->got, wc->mtu);
-	if (pkt->psn != softmr_psn_add(w->psn, idx))
-		return;		/* out of order: the timer asks again */
-	if (w->npkts == 1)
-		op = SOFTMR_OP_READ_RESP_ONLY;
-	else if (!idx)
-		op = SOFTMR_OP_READ_RESP_FIRST;
-	else if (idx == w->npkts - 1)
-		op = SOFTMR_OP_READ_RESP_LAST;
-	else
-		op = SOFTMR_OP_READ_RESP_MIDDLE;
+	if (pkt->psn != softmr_psn_add(w->psn, idx)) {
+		/*
+		 * After a gap: responses were lost, ask again now rather
+		 * than when the timer fires (once, until one arrives in
+		 * order); a response already seen: ignored.
+		 */
+		if (softmr_psn_diff(pkt->psn, softmr_psn_add(w->psn, idx)) > 0 &&
+		    !w->regap) {
+			w->regap = true;
+			softmr_wire_req_goback(wc, w->psn);
+		}
+		return;
+	}
+	w->regap = false;
+	/*
+	 * the last response ends the message (LAST, ONLY), the first starts
+	 * it (FIRST, ONLY); a read asked again from the middle starts anew
+	 */
+	op = pkt->opcode & 0x1f;
+	last = op == SOFTMR_OP_READ_RESP_LAST || op == SOFTMR_OP_READ_RESP_ONLY;
+	start = op == SOFTMR_OP_READ_RESP_FIRST || op == SOFTMR_OP_READ_RESP_ONLY;
 	want = min_t(u64, wc->mtu, w->len - w->got);
-	if ((pkt->opcode & 0x1f) != op || pkt->data_len != want)
+	if (last != (idx == w->npkts - 1) || (!idx && !start) ||
+	    pkt->data_len != want)
 		return;
 	/* it answers everything before it */
 	if (w->psn != wc->una &&
@@ -505,8 +528,9 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		wc->una = softmr_win_end(w);
 		if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 			wc->spsn = wc->una;
+		/* progress is a read done: a tail always lost fails it */
+		softmr_wire_req_progress(wc);
 	}
-	softmr_wire_req_progress(wc);
 }
 
 /* An atomic ACK: the original value for the atomic at its PSN. */
@@ -568,7 +592,10 @@ void softmr_wire_req_rx(struct softmr_wire_conn *wc,
  */
 void softmr_wire_req_timer(struct softmr_wire_conn *wc)
 {
-	if (!wc->timer_on)
+	enum ib_qp_state state = READ_ONCE(wc->qp->state);
+
+	if (!wc->timer_on || (state != IB_QPS_RTS && state != IB_QPS_SQD &&
+			      state != IB_QPS_SQE))
 		return;
 	if (time_before(jiffies, wc->deadline)) {
 		softmr_wire_conn_kick(wc, wc->deadline - jiffies);

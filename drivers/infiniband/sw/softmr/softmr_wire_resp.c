@@ -280,8 +280,10 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 }
 
 /*
- * Send read response packets @from.. of @res.  Return: OK, or ACC when
- * the memory is no longer readable.
+ * Send read response packets @from.. of @res (a duplicate asks from the
+ * middle: FIRST, MIDDLE.., LAST as a message of their own, as the
+ * requester expects after a retry).  Return: OK, or ACC when the memory
+ * is no longer readable.
  */
 static enum softmr_resp_res
 softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
@@ -307,9 +309,10 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 		struct sk_buff *skb;
 		u8 *p;
 
-		if (res->npkts == 1)
+		/* a replay from @from is a message of its own */
+		if (from == res->npkts - 1)
 			pkt.opcode = SOFTMR_OP_READ_RESP_ONLY;
-		else if (!i)
+		else if (i == from)
 			pkt.opcode = SOFTMR_OP_READ_RESP_FIRST;
 		else if (i == res->npkts - 1)
 			pkt.opcode = SOFTMR_OP_READ_RESP_LAST;
@@ -328,7 +331,8 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 		softmr_wire_conn_send(wc, skb);
 		if (!(i % 64)) {
 			cond_resched();
-			if (READ_ONCE(wc->qp->dying))
+			if (READ_ONCE(wc->qp->dying) ||
+			    !softmr_qp_receives(wc->qp))
 				break;
 		}
 	}
@@ -354,9 +358,9 @@ static enum softmr_resp_res softmr_wire_resp_read(struct softmr_wire_conn *wc,
 	enum softmr_resp_res r;
 	u32 npkts;
 
-	if (!wc->nres)
+	if (!wc->nres || pkt->dma_len > SOFTMR_MAX_MSG_SZ)
 		return SOFTMR_RESP_INV;
-	npkts = pkt->dma_len ? DIV_ROUND_UP(pkt->dma_len, wc->mtu) : 1;
+	npkts = pkt->dma_len ? DIV_ROUND_UP_ULL((u64)pkt->dma_len, wc->mtu) : 1;
 	res = softmr_wire_res_new(wc);
 	*res = (struct softmr_wire_res){
 		.op = SOFTMR_OP_READ_REQ, .psn = pkt->psn, .npkts = npkts,
@@ -568,6 +572,7 @@ void softmr_wire_resp_rx(struct softmr_wire_conn *wc,
 		wc->ack_owed = false;	/* the answer acknowledges */
 		break;
 	case SOFTMR_RESP_RNR:
+		wc->nak_sent = true;	/* what follows is ahead: dropped */
 		softmr_wire_resp_nak(wc, SOFTMR_AETH_RNR_NAK |
 				     (READ_ONCE(qp->attr.min_rnr_timer) & 0x1f),
 				     pkt->psn);

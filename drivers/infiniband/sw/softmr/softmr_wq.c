@@ -130,7 +130,8 @@ int softmr_wq_pending(struct softmr_wq *wq, u32 *count)
 		/* pairs with softmr_post_send_one() / _recv_kernel() */
 		prod = smp_load_acquire(&wq->prod);
 	n = prod - wq->cons;
-	if (n > wq->num)
+	/* held slots (in flight on the wire) are not free */
+	if (n > wq->num - wq->held)
 		return -EOVERFLOW;
 	*count = n;
 	return 0;
