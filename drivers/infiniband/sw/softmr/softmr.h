@@ -514,6 +514,8 @@ static inline struct softmr_srq *to_ssrq(struct ib_srq *ibsrq)
  * @hop_limit: GRH hop limit
  * @flow_label: GRH flow label
  * @pd: protection domain of the AH (UD sends must match)
+ * @upper: the source GID belongs to a netdev stacked on the device's (a
+ *	VLAN): not on the wire (its packets would leave untagged)
  * @rcu: freed after concurrent lookups
  */
 struct softmr_av {
@@ -525,6 +527,7 @@ struct softmr_av {
 	u8 hop_limit;
 	u32 flow_label;
 	struct ib_pd *pd;
+	bool upper;
 	struct rcu_head rcu;
 };
 
@@ -794,6 +797,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct softmr_qp *softmr_qp_get(struct softmr_dev *sdev, u32 qpn);
 void softmr_qp_put(struct softmr_qp *qp);
 void softmr_qp_set_error(struct softmr_qp *qp);
+void softmr_qp_sq_drained(struct softmr_qp *qp);
 void softmr_qp_init_dev(struct softmr_dev *sdev);
 
 /* softmr_srq.c: shared receive queues */
@@ -934,6 +938,8 @@ void softmr_wire_conn_close(struct softmr_qp *qp);
 void softmr_wire_conn_free(struct softmr_qp *qp);
 void softmr_wire_conn_flush(struct softmr_qp *qp);
 bool softmr_wire_conn_busy(struct softmr_qp *qp);
+bool softmr_wire_conn_sqd(struct softmr_qp *qp);
+void softmr_wire_conn_resume(struct softmr_qp *qp);
 int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
 			const struct softmr_pkt *pkt,
 			const struct iphdr *iph);

@@ -21,6 +21,7 @@
 int softmr_av_from_attr(struct softmr_av *av, const struct rdma_ah_attr *attr)
 {
 	const struct ib_global_route *grh;
+	struct net_device *ndev;
 
 	if (!(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
 		return -EINVAL;
@@ -35,6 +36,15 @@ int softmr_av_from_attr(struct softmr_av *av, const struct rdma_ah_attr *attr)
 	av->traffic_class = grh->traffic_class;
 	av->hop_limit = grh->hop_limit;
 	av->flow_label = grh->flow_label;
+	/*
+	 * a GID of a netdev stacked on the device's (a VLAN, a macvlan):
+	 * the wire would send its packets untagged out of the device's own
+	 */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(grh->sgid_attr);
+	av->upper = IS_ERR(ndev) ||
+		    ndev != to_sdev(grh->sgid_attr->device)->ndev;
+	rcu_read_unlock();
 	return 0;
 }
 

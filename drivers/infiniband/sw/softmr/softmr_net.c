@@ -386,11 +386,12 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
  * @sdev: the sending device
  * @av: a UD destination no softmr device on this host owns
  *
- * Return: true for a wire device and an IPv4 RoCEv2 destination.
+ * Return: true for a wire device and an IPv4 RoCEv2 destination from a
+ * GID of the device's own netdev.
  */
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 {
-	return READ_ONCE(sdev->wire) &&
+	return READ_ONCE(sdev->wire) && !av->upper &&
 	       av->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
 	       ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw) &&
 	       ipv6_addr_v4mapped((const struct in6_addr *)av->sgid.raw);

@@ -73,6 +73,18 @@ static void softmr_qp_event(struct softmr_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
+/**
+ * softmr_qp_sq_drained() - the send queue of a QP in SQD is drained
+ * @qp: the QP
+ *
+ * Sends IB_EVENT_SQ_DRAINED when the QP asked for it.
+ */
+void softmr_qp_sq_drained(struct softmr_qp *qp)
+{
+	if (READ_ONCE(qp->attr.en_sqd_async_notify))
+		softmr_qp_event(qp, IB_EVENT_SQ_DRAINED);
+}
+
 /* Publish the state; qp->state_lock held. */
 static void softmr_qp_store_state(struct softmr_qp *qp,
 				  enum ib_qp_state state)
@@ -413,7 +425,7 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct ib_qp_attr rts_attr;
 	struct softmr_av av = {};
 	unsigned long flags;
-	bool lock_sq;
+	bool lock_sq, drained;
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -469,6 +481,8 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (lock_sq) {
 		if (cur == IB_QPS_RTR)
 			softmr_wire_conn_rts(qp, &rts_attr);
+		else
+			softmr_wire_conn_resume(qp);
 		mutex_unlock(&qp->sq.lock);
 	}
 
@@ -499,11 +513,16 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		softmr_qp_run(qp);
 		break;
 	case IB_QPS_SQD:
-		/* WQEs run to completion when taken: the SQ is drained */
+		/*
+		 * WQEs run to completion when taken: the SQ is drained, but
+		 * for those in flight on the wire (their last answer sends
+		 * the event, softmr_wire_req_retire())
+		 */
 		mutex_lock(&qp->sq.lock);
+		drained = softmr_wire_conn_sqd(qp);
 		mutex_unlock(&qp->sq.lock);
-		if (qp->attr.en_sqd_async_notify)
-			softmr_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		if (drained)
+			softmr_qp_sq_drained(qp);
 		break;
 	default:
 		break;

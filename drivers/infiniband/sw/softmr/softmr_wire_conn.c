@@ -42,7 +42,7 @@ static struct workqueue_struct *softmr_conn_wq(void)
 int softmr_wire_conn_init(void)
 {
 	softmr_wire_conn_wq = alloc_workqueue("softmr_conn", WQ_UNBOUND |
-					      WQ_MEM_RECLAIM, 0);
+					      WQ_MEM_RECLAIM, WQ_MAX_ACTIVE);
 	return softmr_wire_conn_wq ? 0 : -ENOMEM;
 }
 
@@ -61,10 +61,14 @@ void softmr_wire_conn_kick(struct softmr_wire_conn *wc, unsigned long delay)
 	unsigned long flags;
 
 	spin_lock_irqsave(&wc->inq_lock, flags);
-	/* an earlier time than the one pending wins, a later one waits */
+	/*
+	 * not pending: queue it; its timer pending: an earlier time wins; on
+	 * the queue already (it runs now): leave it
+	 */
 	if (!wc->closed &&
 	    (!delayed_work_pending(&wc->work) ||
-	     time_before(jiffies + delay, wc->work.timer.expires)))
+	     (timer_pending(&wc->work.timer) &&
+	      time_before(jiffies + delay, wc->work.timer.expires))))
 		mod_delayed_work(softmr_conn_wq(), &wc->work, delay);
 	spin_unlock_irqrestore(&wc->inq_lock, flags);
 }
@@ -256,6 +260,35 @@ bool softmr_wire_conn_busy(struct softmr_qp *qp)
 }
 
 /**
+ * softmr_wire_conn_sqd() - the QP moves to SQD: is its send queue drained?
+ * @qp: the QP, sq.lock held
+ *
+ * Return: true when nothing is in flight on the wire; otherwise the last
+ * answer sends the drained event.
+ */
+bool softmr_wire_conn_sqd(struct softmr_qp *qp)
+{
+	lockdep_assert_held(&qp->sq.lock);
+	if (!softmr_wire_conn_busy(qp))
+		return true;
+	qp->wire->sqd_owed = true;
+	return false;
+}
+
+/**
+ * softmr_wire_conn_resume() - the QP leaves SQD for RTS
+ * @qp: the QP, sq.lock held
+ *
+ * No drained event is owed any more.
+ */
+void softmr_wire_conn_resume(struct softmr_qp *qp)
+{
+	lockdep_assert_held(&qp->sq.lock);
+	if (qp->wire)
+		qp->wire->sqd_owed = false;
+}
+
+/**
  * softmr_wire_conn_flush() - the QP is in the error state: flush its wire
  *	state before the send queue
  * @qp: the QP, sq.lock held
@@ -393,7 +426,7 @@ static void softmr_wire_conn_work(struct work_struct *work)
 	u32 budget = SOFTMR_WIRE_BUDGET;
 	struct sk_buff *skb;
 	unsigned long flags;
-	bool more;
+	bool more, drained;
 
 	mutex_lock(&qp->sq.lock);
 	while (budget--) {
@@ -416,7 +449,12 @@ static void softmr_wire_conn_work(struct work_struct *work)
 	       softmr_sq_process(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		softmr_sq_process(qp);	/* flushes */
+	drained = wc->sqd_fire;
+	wc->sqd_fire = false;
 	mutex_unlock(&qp->sq.lock);
+	/* outside sq.lock: the handler may modify the QP */
+	if (drained)
+		softmr_qp_sq_drained(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		softmr_rq_flush(qp);
 

@@ -24,9 +24,9 @@
 /* a requester asks for an ACK at least every this many packets */
 #define SOFTMR_WIRE_ACK_EVERY	32
 /* received packets a QP holds for its worker at most */
-#define SOFTMR_WIRE_INQ_MAX	1024
+#define SOFTMR_WIRE_INQ_MAX	256
 /* ... and all connections of a device together */
-#define SOFTMR_WIRE_CONN_QUEUED_MAX	8192
+#define SOFTMR_WIRE_CONN_QUEUED_MAX	16384
 /* packets the worker takes per run before it yields */
 #define SOFTMR_WIRE_BUDGET	256
 
@@ -107,6 +107,9 @@ struct softmr_wire_res {
  * @rnr_left: RNR retries left (7: for ever)
  * @retry_cnt: the QP's retry_cnt, what @retry_left starts from
  * @rnr_retry: the QP's rnr_retry, what @rnr_left starts from
+ * @sqd_owed: the QP went to SQD with WQEs in flight: the window's last
+ *	answer sends IB_EVENT_SQ_DRAINED
+ * @sqd_fire: that event, for the worker to send without sq.lock
  *
  * Responder (under sq.lock):
  * @epsn: expected PSN
@@ -153,6 +156,8 @@ struct softmr_wire_conn {
 	int rnr_left;
 	u8 retry_cnt;
 	u8 rnr_retry;
+	bool sqd_owed;
+	bool sqd_fire;
 
 	u32 epsn, msn;
 	enum softmr_msg_state mstate;

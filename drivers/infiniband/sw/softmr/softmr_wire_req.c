@@ -322,8 +322,14 @@ static void softmr_wire_req_retire(struct softmr_wire_conn *wc)
 			break;
 		}
 	}
-	if (softmr_wire_win_empty(wc))
-		wc->timer_on = false;
+	if (!softmr_wire_win_empty(wc))
+		return;
+	wc->timer_on = false;
+	/* sent by the worker once sq.lock is dropped */
+	if (wc->sqd_owed && READ_ONCE(qp->state) == IB_QPS_SQD) {
+		wc->sqd_owed = false;
+		wc->sqd_fire = true;
+	}
 }
 
 /* Send again from @psn (an unacknowledged PSN). */
@@ -523,6 +529,9 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		softmr_sgl_release(wc->sgl);
 	}
 	w->got += want;
+	/* a long read is alive while its responses come */
+	if (wc->timer_on && !wc->rnr_wait)
+		softmr_wire_req_arm(wc);
 	if (idx == w->npkts - 1) {
 		w->done = true;
 		wc->una = softmr_win_end(w);
@@ -651,6 +660,7 @@ void softmr_wire_req_flush(struct softmr_wire_conn *wc)
  */
 void softmr_wire_req_reset(struct softmr_wire_conn *wc)
 {
+	wc->sqd_owed = false;
 	wc->head = 0;
 	wc->tail = 0;
 	wc->resp_out = 0;

@@ -281,9 +281,8 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 
 /*
  * Send read response packets @from.. of @res (a duplicate asks from the
- * middle: FIRST, MIDDLE.., LAST as a message of their own, as the
- * requester expects after a retry).  Return: OK, or ACC when the memory
- * is no longer readable.
+ * middle: MIDDLE.., LAST, as rxe's responder replays and its requester
+ * expects).  Return: OK, or ACC when the memory is no longer readable.
  */
 static enum softmr_resp_res
 softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
@@ -309,10 +308,10 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 		struct sk_buff *skb;
 		u8 *p;
 
-		/* a replay from @from is a message of its own */
-		if (from == res->npkts - 1)
+		/* a replay from the middle goes on as MIDDLE.., LAST */
+		if (res->npkts == 1)
 			pkt.opcode = SOFTMR_OP_READ_RESP_ONLY;
-		else if (i == from)
+		else if (!i)
 			pkt.opcode = SOFTMR_OP_READ_RESP_FIRST;
 		else if (i == res->npkts - 1)
 			pkt.opcode = SOFTMR_OP_READ_RESP_LAST;
@@ -361,6 +360,9 @@ static enum softmr_resp_res softmr_wire_resp_read(struct softmr_wire_conn *wc,
 	if (!wc->nres || pkt->dma_len > SOFTMR_MAX_MSG_SZ)
 		return SOFTMR_RESP_INV;
 	npkts = pkt->dma_len ? DIV_ROUND_UP_ULL((u64)pkt->dma_len, wc->mtu) : 1;
+	/* as the requester refuses: far within the 24-bit PSN space */
+	if (npkts >= BIT(22))
+		return SOFTMR_RESP_INV;
 	res = softmr_wire_res_new(wc);
 	*res = (struct softmr_wire_res){
 		.op = SOFTMR_OP_READ_REQ, .psn = pkt->psn, .npkts = npkts,
@@ -447,7 +449,10 @@ static void softmr_wire_resp_dup(struct softmr_wire_conn *wc,
 
 		if (res->op != op || d < 0 || d >= res->npkts)
 			continue;
-		if (op == SOFTMR_OP_READ_REQ)
+		/* the rest of that read, asked for as it is: else dropped */
+		if (op == SOFTMR_OP_READ_REQ && pkt->rkey == res->rkey &&
+		    pkt->va == res->va + (u64)d * wc->mtu &&
+		    pkt->dma_len == res->len - (u64)d * wc->mtu)
 			softmr_wire_resp_read_send(wc, res, d);
 		else if (!d)
 			softmr_wire_resp_atomic_ack(wc, res);
