@@ -923,6 +923,8 @@ void softmr_send_complete(struct softmr_qp *qp,
 bool softmr_sq_process(struct softmr_qp *qp);
 extern const u32 softmr_rnr_usecs[32];
 bool softmr_gid_is_local(const union ib_gid *gid);
+struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
+				     u64 addr, u64 len, int access, u32 *key);
 bool softmr_qp_receives(struct softmr_qp *qp);
 struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp);
 

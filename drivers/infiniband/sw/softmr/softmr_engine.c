@@ -755,35 +755,50 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey)
 	return IB_WC_SUCCESS;
 }
 
-/*
- * Look up a remote key on the peer and check it for @access.  *@key: what
- * the access carries to the copy: the rkey, or for a window the binding's
- * token (softmr_mw_token()).
+/**
+ * softmr_rkey_lookup() - a remote key at a responder, checked for @access
+ * @qp: the responder QP
+ * @rkey: the key the request carries
+ * @addr: first byte the request reaches
+ * @len: bytes it reaches
+ * @access: IB_ACCESS_REMOTE_* it needs
+ * @key: set to what the access carries to the copy: the rkey, or for a
+ *	window the binding's token (softmr_mw_token())
+ *
+ * An MR or a bound window (type 2: bound to @qp) of @qp's PD, @qp allowing
+ * @access, over [@addr, @addr + @len).  Serves the local transport and
+ * the wire's responder.
+ *
+ * Return: the MR, referenced (softmr_mr_put()), or NULL.
  */
+struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
+				     u64 addr, u64 len, int access, u32 *key)
+{
+	struct softmr_mr *mr;
+
+	if (!(READ_ONCE(qp->attr.qp_access_flags) & access))
+		return NULL;
+	mr = softmr_rkey_get(qp->sdev, rkey);
+	if (!mr)
+		return NULL;
+	*key = rkey;
+	if (mr->kind == SOFTMR_MR_MW)
+		*key = softmr_mw_token(mr, rkey, qp, addr, len, access);
+	if (mr->ibmr.pd != qp->ibqp.pd || !*key ||
+	    softmr_mr_check(mr, addr, len, access)) {
+		softmr_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/* The peer's remote key for @req (softmr_rkey_lookup()). */
 static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
 				     u64 addr, u64 len, int access,
 				     struct softmr_mr **out, u32 *key)
 {
-	struct softmr_qp *peer = req->peer;
-	struct softmr_mr *mr;
-
-	*out = NULL;
-	if (!(READ_ONCE(peer->attr.qp_access_flags) & access))
-		return IB_WC_REM_ACCESS_ERR;
-	/* an MR, or a bound window (type 2: bound to this QP) */
-	mr = softmr_rkey_get(peer->sdev, rkey);
-	if (!mr)
-		return IB_WC_REM_ACCESS_ERR;
-	*key = rkey;
-	if (mr->kind == SOFTMR_MR_MW)
-		*key = softmr_mw_token(mr, rkey, peer, addr, len, access);
-	if (mr->ibmr.pd != peer->ibqp.pd || !*key ||
-	    softmr_mr_check(mr, addr, len, access)) {
-		softmr_mr_put(mr);
-		return IB_WC_REM_ACCESS_ERR;
-	}
-	*out = mr;
-	return IB_WC_SUCCESS;
+	*out = softmr_rkey_lookup(req->peer, rkey, addr, len, access, key);
+	return *out ? IB_WC_SUCCESS : IB_WC_REM_ACCESS_ERR;
 }
 
 /*

@@ -505,6 +505,23 @@ void softmr_wire_conn_send(struct softmr_wire_conn *wc, struct sk_buff *skb)
 }
 
 /**
+ * softmr_wire_conn_send_hdr() - send a packet without payload (ACK, NAK,
+ *	atomic ACK); lost when no memory is left, as on any wire
+ * @wc: the connection
+ * @pkt: its headers (as for softmr_wire_conn_pkt())
+ */
+void softmr_wire_conn_send_hdr(struct softmr_wire_conn *wc,
+			       struct softmr_pkt *pkt)
+{
+	struct sk_buff *skb;
+	u8 *p;
+
+	skb = softmr_wire_conn_pkt(wc, pkt, 0, &p);
+	if (skb)
+		softmr_wire_conn_send(wc, skb);
+}
+
+/**
  * softmr_wire_sgl_copy() - copy between a buffer and an SG list at an offset
  * @sgl: the SG list, resolved
  * @off: byte offset into the list

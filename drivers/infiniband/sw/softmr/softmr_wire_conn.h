@@ -185,6 +185,8 @@ struct sk_buff *softmr_wire_conn_pkt(struct softmr_wire_conn *wc,
 				     struct softmr_pkt *pkt, u32 data_len,
 				     u8 **payload);
 void softmr_wire_conn_send(struct softmr_wire_conn *wc, struct sk_buff *skb);
+void softmr_wire_conn_send_hdr(struct softmr_wire_conn *wc,
+			       struct softmr_pkt *pkt);
 void softmr_wire_conn_kick(struct softmr_wire_conn *wc, unsigned long delay);
 u64 softmr_wire_sgl_copy(struct softmr_sgl *sgl, u64 off, void *buf, u64 len,
 			 enum softmr_copy_dir dir, int access);

@@ -39,12 +39,8 @@ static void softmr_wire_resp_send_aeth(struct softmr_wire_conn *wc,
 		.syndrome = syndrome,
 		.msn = wc->msn,
 	};
-	struct sk_buff *skb;
-	u8 *p;
 
-	skb = softmr_wire_conn_pkt(wc, &pkt, 0, &p);
-	if (skb)
-		softmr_wire_conn_send(wc, skb);
+	softmr_wire_conn_send_hdr(wc, &pkt);
 }
 
 /* AETH syndrome of an ACK: credits not counted */
@@ -133,33 +129,6 @@ static enum softmr_resp_res softmr_wire_resp_take(struct softmr_wire_conn *wc)
 	return r;
 }
 
-/*
- * An rkey for @access over [va, va + len): an MR or a bound window of
- * the QP's PD, the QP allowing the access.  *@key: what the copy carries
- * (the rkey, or a window's token).
- */
-static struct softmr_mr *softmr_wire_rkey(struct softmr_qp *qp, u32 rkey,
-					  u64 va, u64 len, int access,
-					  u32 *key)
-{
-	struct softmr_mr *mr;
-
-	if (!(READ_ONCE(qp->attr.qp_access_flags) & access))
-		return NULL;
-	mr = softmr_rkey_get(qp->sdev, rkey);
-	if (!mr)
-		return NULL;
-	*key = rkey;
-	if (mr->kind == SOFTMR_MR_MW)
-		*key = softmr_mw_token(mr, rkey, qp, va, len, access);
-	if (mr->ibmr.pd != qp->ibqp.pd || !*key ||
-	    softmr_mr_check(mr, va, len, access)) {
-		softmr_mr_put(mr);
-		return NULL;
-	}
-	return mr;
-}
-
 /* SEND FIRST, MIDDLE, LAST, ONLY (with immediate or invalidate). */
 static enum softmr_resp_res softmr_wire_resp_send(struct softmr_wire_conn *wc,
 						  const struct softmr_pkt *pkt)
@@ -239,8 +208,8 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 		wc->wlen = pkt->dma_len;
 		wc->woff = 0;
 		if (wc->wlen) {
-			mr = softmr_wire_rkey(qp, wc->wrkey, wc->wva, wc->wlen,
-					      IB_ACCESS_REMOTE_WRITE, &key);
+			mr = softmr_rkey_lookup(qp, wc->wrkey, wc->wva, wc->wlen,
+						IB_ACCESS_REMOTE_WRITE, &key);
 			if (!mr)
 				return SOFTMR_RESP_ACC;
 			softmr_mr_put(mr);
@@ -255,9 +224,9 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 	if (pkt->data_len) {
 		if (wc->woff + pkt->data_len > wc->wlen)
 			return SOFTMR_RESP_INV;
-		mr = softmr_wire_rkey(qp, wc->wrkey, wc->wva + wc->woff,
-				      pkt->data_len, IB_ACCESS_REMOTE_WRITE,
-				      &key);
+		mr = softmr_rkey_lookup(qp, wc->wrkey, wc->wva + wc->woff,
+					pkt->data_len, IB_ACCESS_REMOTE_WRITE,
+					&key);
 		if (!mr)
 			return SOFTMR_RESP_ACC;
 		err = softmr_mr_copy_key(mr, key, wc->wva + wc->woff,
@@ -292,8 +261,8 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 	u32 i, key = 0;
 
 	if (res->len) {
-		mr = softmr_wire_rkey(wc->qp, res->rkey, res->va, res->len,
-				      IB_ACCESS_REMOTE_READ, &key);
+		mr = softmr_rkey_lookup(wc->qp, res->rkey, res->va, res->len,
+					IB_ACCESS_REMOTE_READ, &key);
 		if (!mr)
 			return SOFTMR_RESP_ACC;
 	}
@@ -387,12 +356,8 @@ static void softmr_wire_resp_atomic_ack(struct softmr_wire_conn *wc,
 		.msn = wc->msn,
 		.orig = res->orig,
 	};
-	struct sk_buff *skb;
-	u8 *p;
 
-	skb = softmr_wire_conn_pkt(wc, &pkt, 0, &p);
-	if (skb)
-		softmr_wire_conn_send(wc, skb);
+	softmr_wire_conn_send_hdr(wc, &pkt);
 }
 
 /* CMP_SWAP and FETCH_ADD */
@@ -409,8 +374,8 @@ softmr_wire_resp_atomic(struct softmr_wire_conn *wc,
 
 	if (!wc->nres || (pkt->va & 7))
 		return SOFTMR_RESP_INV;
-	mr = softmr_wire_rkey(wc->qp, pkt->rkey, pkt->va, sizeof(u64),
-			      IB_ACCESS_REMOTE_ATOMIC, &key);
+	mr = softmr_rkey_lookup(wc->qp, pkt->rkey, pkt->va, sizeof(u64),
+				IB_ACCESS_REMOTE_ATOMIC, &key);
 	if (!mr)
 		return SOFTMR_RESP_ACC;
 	err = softmr_mr_atomic_key(mr, key, pkt->va, cmp_swap,
