@@ -202,6 +202,11 @@ struct softmr_create_cq_resp {
  * @rnr_waiting: receive queues: set by the kernel while a sender waits for
  *               a receive WQE here; the provider then rings the receive
  *               doorbell after posting, so the sender resumes at once
+ * @sq_polled: send queues: set by the kernel while it watches @producer
+ *             (after a doorbell, for a while); the provider, after moving
+ *             @producer and a full barrier, skips the send doorbell while
+ *             it reads 1.  The kernel clears it, then (after a full barrier)
+ *             reads @producer once more, so a WQE is never left unseen.
  * @pad1: padding
  */
 struct softmr_wq_hdr {
@@ -210,7 +215,8 @@ struct softmr_wq_hdr {
 	__u32 consumer;
 	__u32 qp_state;
 	__u32 rnr_waiting;
-	__u32 pad1[13];
+	__u32 sq_polled;
+	__u32 pad1[12];
 };
 
 #define SOFTMR_WQ_HDR_SIZE	128

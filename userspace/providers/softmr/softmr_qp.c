@@ -137,8 +137,17 @@ static int softmr_uverbs_doorbell(struct ibv_context *ctx, uint32_t command,
 static int softmr_send_doorbell(struct ibv_qp *ibqp)
 {
 	struct softmr_context *ctx = to_sctx(ibqp->context);
+	struct softmr_qp *qp = to_sqp(ibqp);
 	uint32_t qpn = ibqp->qp_num;
 
+	/*
+	 * The kernel watches the ring (softmr_wq_hdr.sq_polled): no doorbell.
+	 * The producer index before the flag, as the kernel orders them.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit((_Atomic(uint32_t) *)&qp->sq.hdr->sq_polled,
+				 memory_order_relaxed))
+		return 0;
 	if (ctx->db_fd >= 0) {
 		if (write(ctx->db_fd, &qpn, sizeof(qpn)) != sizeof(qpn))
 			return errno;

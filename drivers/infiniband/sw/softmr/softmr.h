@@ -102,6 +102,8 @@ enum softmr_counter {
 	SOFTMR_CNT_WIRE_NAKS_RCVD,
 	SOFTMR_CNT_WIRE_NAKS_SENT,
 	SOFTMR_CNT_WIRE_DUP_REQUESTS,
+	SOFTMR_CNT_SQ_POLLS,
+	SOFTMR_CNT_SEND_DOORBELLS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -574,7 +576,9 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	partner existed then, so a QP with a higher serial is not it
  * @peer_serial: connected QPs: @serial of the partner this QP exchanged
  *	its first message with since it was connected, or 0
- * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
+ * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries, polling
+ * @sq_poll_backoff: ktime (ns) before which no poller starts: the last
+ *	one found nothing to do (softmr_sq_poll())
  * @req: the engine's state for the WQE being executed (under sq.lock)
  * @wire_psn: the PSN of the next UD packet to the wire (under sq.lock)
  * @wire: RC and UC: the connection's wire state (softmr_wire_conn.h),
@@ -606,6 +610,7 @@ struct softmr_qp {
 	u64 rtr_serial;
 	atomic64_t peer_serial;
 	struct delayed_work sq_work;
+	u64 sq_poll_backoff;
 	struct softmr_req *req;
 	u32 wire_psn;
 	struct softmr_wire_conn *wire;
@@ -847,6 +852,9 @@ void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);
 void softmr_qp_run(struct softmr_qp *qp);
+void softmr_qp_doorbell(struct softmr_qp *qp);
+void softmr_sq_poll_start(struct softmr_qp *qp);
+void softmr_sq_poll(struct softmr_qp *qp);
 void softmr_qp_kick(struct softmr_qp *qp);
 void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);

@@ -16,6 +16,8 @@
 
 #include <linux/version.h>
 #include <linux/kconfig.h>
+#include <linux/dma-direct.h>
+#include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
@@ -151,10 +153,10 @@ static inline void softmr_work_quiesce(struct delayed_work *dwork) { }
 #define SOFTMR_ODP_READ		HMM_PFN_VALID
 #define SOFTMR_ODP_WRITE	HMM_PFN_WRITE
 #define SOFTMR_ODP_TRUST_MAP	false
-static inline unsigned long softmr_odp_pfn(struct ib_umem_odp *odp,
-					   unsigned long idx)
+static inline struct page *softmr_odp_page(struct ib_umem_odp *odp, u64 va)
 {
-	return odp->map.pfn_list[idx];
+	return hmm_pfn_to_page(odp->map.pfn_list[(va - ib_umem_start(odp)) >>
+						 PAGE_SHIFT]);
 }
 
 static inline u64 softmr_odp_state(struct ib_umem_odp *odp, unsigned long i)
@@ -165,10 +167,23 @@ static inline u64 softmr_odp_state(struct ib_umem_odp *odp, unsigned long i)
 #define SOFTMR_ODP_READ		ODP_READ_ALLOWED_BIT
 #define SOFTMR_ODP_WRITE	ODP_WRITE_ALLOWED_BIT
 #define SOFTMR_ODP_TRUST_MAP	true
-static inline unsigned long softmr_odp_pfn(struct ib_umem_odp *odp,
-					   unsigned long idx)
+/*
+ * The page behind @va, from dma_list: ib_core writes dma_list only under
+ * umem_mutex, while hmm_range_fault() fills pfn_list without it; a fault
+ * racing an invalidation can leave a freed page's pfn there for a moment
+ * after another fault mapped the new page.  softmr's DMA device maps
+ * directly, so the address leads back to the page.
+ */
+static inline struct page *softmr_odp_page(struct ib_umem_odp *odp, u64 va)
 {
-	return odp->pfn_list[idx];
+	u64 off = va - ib_umem_start(odp);
+	dma_addr_t dma = odp->dma_list[off >> odp->page_shift] &
+			 ODP_DMA_ADDR_MASK;
+	phys_addr_t phys = dma_to_phys(odp->umem.ibdev->dma_device, dma);
+
+	return pfn_to_page(PHYS_PFN(phys) +
+			   ((off & (BIT_ULL(odp->page_shift) - 1)) >>
+			    PAGE_SHIFT));
 }
 
 static inline u64 softmr_odp_state(struct ib_umem_odp *odp, unsigned long i)

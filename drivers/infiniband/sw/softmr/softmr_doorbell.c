@@ -91,7 +91,7 @@ static ssize_t softmr_doorbell_write(struct file *file, const char __user *buf,
 	qp = softmr_doorbell_qp(db, qpn);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
-	softmr_qp_run(qp);
+	softmr_qp_doorbell(qp);
 	softmr_qp_put(qp);
 	return len;
 }

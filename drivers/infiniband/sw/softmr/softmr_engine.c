@@ -81,6 +81,9 @@ enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 
 	sgl->num = 0;
 	sgl->len = 0;
+	/* callers check the count against the queue's; this holds it anyway */
+	if (num > SOFTMR_MAX_SGE)
+		return IB_WC_LOC_QP_OP_ERR;
 	for (i = 0; i < num; i++) {
 		struct softmr_mr *mr;
 
@@ -1394,6 +1397,22 @@ void softmr_engine_qp_cleanup(struct softmr_qp *qp)
 	softmr_wire_conn_free(qp);
 }
 
+/* Run the send queue; true when more work is left (the caller queues it). */
+static bool softmr_qp_run_more(struct softmr_qp *qp)
+{
+	bool more;
+
+	if (softmr_rnr_waiting(qp))
+		return false;	/* the RNR timer or a receive doorbell resumes */
+	if (mutex_lock_killable(&qp->sq.lock))
+		return false;
+	more = softmr_sq_process(qp);
+	mutex_unlock(&qp->sq.lock);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		softmr_rq_flush(qp);
+	return more;
+}
+
 /**
  * softmr_qp_run() - run a QP's send queue now, in this context
  * @qp: the QP
@@ -1402,18 +1421,24 @@ void softmr_engine_qp_cleanup(struct softmr_qp *qp)
  */
 void softmr_qp_run(struct softmr_qp *qp)
 {
-	bool more;
-
-	if (softmr_rnr_waiting(qp))
-		return;	/* the RNR timer or a receive doorbell resumes */
-	if (mutex_lock_killable(&qp->sq.lock))
-		return;
-	more = softmr_sq_process(qp);
-	mutex_unlock(&qp->sq.lock);
-	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		softmr_rq_flush(qp);
-	if (more)
+	if (softmr_qp_run_more(qp))
 		softmr_qp_kick(qp);
+}
+
+/**
+ * softmr_qp_doorbell() - a user QP's send doorbell
+ * @qp: the QP
+ *
+ * Runs the send queue in the caller, then has it polled for a while
+ * (softmr_sq_poll_start()).  Sleeps.
+ */
+void softmr_qp_doorbell(struct softmr_qp *qp)
+{
+	softmr_count(qp->sdev, SOFTMR_CNT_SEND_DOORBELLS, 1);
+	if (softmr_qp_run_more(qp))
+		softmr_qp_kick(qp);
+	else
+		softmr_sq_poll_start(qp);
 }
 
 /**
@@ -1434,7 +1459,10 @@ void softmr_sq_work(struct work_struct *work)
 					    struct softmr_qp, sq_work);
 
 	softmr_rnr_forget(qp);
-	softmr_qp_run(qp);
+	if (softmr_qp_run_more(qp))
+		softmr_qp_kick(qp);
+	else
+		softmr_sq_poll(qp);
 }
 
 static int softmr_post_send_one(struct softmr_qp *qp,
@@ -1550,7 +1578,7 @@ int softmr_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad_wr = wr;
 			return -EINVAL;
 		}
-		softmr_qp_run(qp);
+		softmr_qp_doorbell(qp);
 		return 0;
 	}
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||

@@ -458,12 +458,9 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 			return err;
 		while (done < n) {
 			u64 addr = va + done;
-			unsigned long idx = (addr - ib_umem_start(odp)) >>
-					    PAGE_SHIFT;
 			unsigned int pofs = offset_in_page(addr);
 			size_t c = min_t(u64, n - done, PAGE_SIZE - pofs);
-			struct page *page = hmm_pfn_to_page(softmr_odp_pfn(odp, idx));
-			void *kaddr = kmap_local_page(page);
+			void *kaddr = kmap_local_page(softmr_odp_page(odp, addr));
 
 			if (dir == SOFTMR_TO_MR)
 				memcpy(kaddr + pofs, buf + done, c);
@@ -568,11 +565,8 @@ bool softmr_odp_mapped_span(struct softmr_span *s, u64 iova, u64 len)
  */
 struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova)
 {
-	u64 va = iova + s->va_off;
-	unsigned long idx = (va - ib_umem_start(s->odp)) >> PAGE_SHIFT;
-
 	lockdep_assert_held(&s->odp->umem_mutex);
-	return hmm_pfn_to_page(softmr_odp_pfn(s->odp, idx));
+	return softmr_odp_page(s->odp, iova + s->va_off);
 }
 
 /**

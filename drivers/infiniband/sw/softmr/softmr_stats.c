@@ -45,6 +45,8 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_WIRE_NAKS_RCVD].name = "wire_naks_rcvd",
 	[SOFTMR_CNT_WIRE_NAKS_SENT].name = "wire_naks_sent",
 	[SOFTMR_CNT_WIRE_DUP_REQUESTS].name = "wire_dup_requests",
+	[SOFTMR_CNT_SQ_POLLS].name = "sq_polls",
+	[SOFTMR_CNT_SEND_DOORBELLS].name = "send_doorbells",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -19,6 +19,14 @@
 
 #include "softmr_wire_conn.h"
 
+/* Have the worker run at wc->deadline (now, if it has passed). */
+static void softmr_wire_req_kick_at_deadline(struct softmr_wire_conn *wc)
+{
+	long delay = (long)(wc->deadline - jiffies);
+
+	softmr_wire_conn_kick(wc, delay > 0 ? delay : 0);
+}
+
 static struct softmr_wire_wqe *softmr_win(struct softmr_wire_conn *wc, u32 i)
 {
 	return &wc->win[i % SOFTMR_WIRE_WINDOW];
@@ -457,7 +465,7 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 		wc->timer_on = true;
 		wc->deadline = jiffies + usecs_to_jiffies(softmr_rnr_usecs[val]);
 		softmr_count(wc->qp->sdev, SOFTMR_CNT_RNR_WAITS, 1);
-		softmr_wire_conn_kick(wc, wc->deadline - jiffies);
+		softmr_wire_req_kick_at_deadline(wc);
 		return;
 	}
 	if (type != SOFTMR_AETH_NAK)
@@ -607,7 +615,7 @@ void softmr_wire_req_timer(struct softmr_wire_conn *wc)
 			      state != IB_QPS_SQE))
 		return;
 	if (time_before(jiffies, wc->deadline)) {
-		softmr_wire_conn_kick(wc, wc->deadline - jiffies);
+		softmr_wire_req_kick_at_deadline(wc);
 		return;
 	}
 	wc->timer_on = false;

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Send queue polling: after a user QP's send doorbell, the QP's engine
+ * work item watches the ring's producer index for a while, so that a busy
+ * QP's next WQEs run without a kernel entry each.  The provider skips the
+ * send doorbell while the ring header says the kernel watches
+ * (softmr_wq_hdr.sq_polled), in the Dekker order both sides keep:
+ *
+ *   provider: store producer; full barrier; load sq_polled (1: no doorbell)
+ *   kernel:   store sq_polled = 0; full barrier; load producer (new: go on)
+ *
+ * so a WQE is either seen by the poller or followed by a doorbell.
+ *
+ * Bounds: the poller stops after sq_poll_usecs without a new WQE, as soon
+ * as it waits while another task could use its CPU (single_task_running(),
+ * as KVM's halt polling does: a poller only uses a CPU left idle), when a
+ * run makes no progress (the WQE at the head waits for something: an RNR
+ * timer, a wire window, a fence), when the QP leaves RTS or is being
+ * destroyed, and after SOFTMR_SQ_POLL_RUN_NS of work, when it queues itself
+ * again behind other work.  It yields (cond_resched()) on every pass.  A
+ * run that found nothing to do keeps doorbells from starting another for
+ * SOFTMR_SQ_POLL_BACKOFF_NS: a QP whose posts come far apart, or whose
+ * poller never gets an idle CPU, costs no wakeup per doorbell.
+ * It polls only with more than one CPU online: on one CPU it would only
+ * take time from the thread that posts.  QPs on the wire are not polled:
+ * their connection's worker takes WQEs as the window opens.
+ * sq_poll_usecs=0 turns polling off.
+ */
+
+#include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/sched/stat.h>
+#include <linux/timekeeping.h>
+
+#include "softmr.h"
+
+static unsigned int sq_poll_usecs = 50;
+module_param(sq_poll_usecs, uint, 0644);
+MODULE_PARM_DESC(sq_poll_usecs,
+		 "after a send doorbell, watch the send queue this long for more WQEs (0: off, at most 1000)");
+
+/* The longest one poller run lasts before it queues itself again. */
+#define SOFTMR_SQ_POLL_RUN_NS	(2 * NSEC_PER_MSEC)
+/* After a run that found nothing to do, doorbells start none this long. */
+#define SOFTMR_SQ_POLL_BACKOFF_NS	(5 * NSEC_PER_MSEC)
+
+/* The idle time, or 0 when @qp is not polled. */
+static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
+{
+	unsigned int usecs = min(READ_ONCE(sq_poll_usecs), 1000U);
+
+	if (!usecs || !qp->is_user || num_online_cpus() < 2 ||
+	    READ_ONCE(qp->wire_on))
+		return 0;
+	return (u64)usecs * NSEC_PER_USEC;
+}
+
+/* Does the ring hold WQEs the engine has not taken?  A hint, unlocked. */
+static bool softmr_sq_poll_pending(struct softmr_qp *qp)
+{
+	return READ_ONCE(qp->sq.hdr->producer) != READ_ONCE(qp->sq.cons);
+}
+
+/* May the poller go on with @qp? */
+static bool softmr_sq_poll_open(struct softmr_qp *qp)
+{
+	return !READ_ONCE(qp->dying) && READ_ONCE(qp->state) == IB_QPS_RTS &&
+	       list_empty_careful(&qp->rnr_entry);
+}
+
+/**
+ * softmr_sq_poll_start() - after a send doorbell: have the QP polled
+ * @qp: the QP, its send queue just run
+ *
+ * Queues the QP's engine work, which polls (softmr_sq_poll()), unless
+ * a poller watches already or the QP is not polled.
+ */
+void softmr_sq_poll_start(struct softmr_qp *qp)
+{
+	if (softmr_sq_poll_ns(qp) && softmr_sq_poll_open(qp) &&
+	    !READ_ONCE(qp->sq.hdr->sq_polled) &&
+	    ktime_get_ns() >= READ_ONCE(qp->sq_poll_backoff))
+		softmr_qp_kick(qp);
+}
+
+/* Stop watching; true when a WQE came in meanwhile (go on watching). */
+static bool softmr_sq_poll_stop(struct softmr_qp *qp)
+{
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
+	/* the flag before the producer: pairs with the provider's barrier */
+	smp_mb();
+	if (!softmr_sq_poll_pending(qp))
+		return false;
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
+	smp_mb();	/* watching again before the next producer check */
+	return true;
+}
+
+/*
+ * The poller leaves: from now on the provider rings.  WQEs posted without
+ * a doorbell while it watched run when the QP is queued again (a run that
+ * made progress), when what holds the head back resumes the QP (the RNR
+ * timer, RTS after SQD, the wire), or, in the error state, are flushed.
+ */
+static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress)
+{
+	WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
+		   ktime_get_ns() + SOFTMR_SQ_POLL_BACKOFF_NS);
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
+	smp_mb();	/* as in _stop() */
+	if (!softmr_sq_poll_pending(qp))
+		return;
+	if (progress && softmr_sq_poll_open(qp)) {
+		softmr_qp_kick(qp);	/* behind other work, then on */
+	} else if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		mutex_lock(&qp->sq.lock);
+		softmr_sq_process(qp);	/* flushes */
+		mutex_unlock(&qp->sq.lock);
+	}
+}
+
+/**
+ * softmr_sq_poll() - watch a QP's send queue for new WQEs and run them
+ * @qp: a QP, in its engine work, its send queue just run
+ *
+ * Sleeps (sq.lock).  Returns when the QP has been idle for sq_poll_usecs,
+ * when it can make no progress or is no longer open, or after
+ * SOFTMR_SQ_POLL_RUN_NS (then queued again when it made progress).
+ */
+void softmr_sq_poll(struct softmr_qp *qp)
+{
+	u64 idle_ns = softmr_sq_poll_ns(qp);
+	u64 now, idle_end, run_end;
+	bool progress = false;
+
+	if (!idle_ns || !softmr_sq_poll_open(qp))
+		return;
+	now = ktime_get_ns();
+	idle_end = now + idle_ns;
+	run_end = now + SOFTMR_SQ_POLL_RUN_NS;
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
+	smp_mb();	/* the flag before the producer, as in _stop() */
+	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
+	for (;;) {
+		cond_resched();
+		if (!softmr_sq_poll_open(qp))
+			break;
+		now = ktime_get_ns();
+		if (softmr_sq_poll_pending(qp)) {
+			u32 cons = READ_ONCE(qp->sq.cons);
+			bool more;
+
+			mutex_lock(&qp->sq.lock);
+			more = softmr_sq_process(qp);
+			mutex_unlock(&qp->sq.lock);
+			if (READ_ONCE(qp->sq.cons) == cons && !more)
+				break;	/* the head waits for something */
+			progress = true;
+			idle_end = now + idle_ns;
+		} else if ((now > idle_end || !single_task_running()) &&
+			   !softmr_sq_poll_stop(qp)) {
+			WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
+				   now + SOFTMR_SQ_POLL_BACKOFF_NS);
+			return;
+		}
+		if (now > run_end)
+			break;
+		cpu_relax();
+	}
+	softmr_sq_poll_leave(qp, progress);
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr send queue polling test (softmr.sq_poll_usecs): with the poller,
+ * RDMA WRITEs posted back to back run with fewer doorbells than posts, in
+ * order and with their data; with sq_poll_usecs=0 every post rings; a QP
+ * moved to the error state while a thread keeps posting completes every
+ * WQE (success or flush), none is lost between poller and doorbell; a QP
+ * destroyed while its poller runs goes at once.
+ *
+ * usage: softmr_sq_poll DEV   (root: it sets the module parameter)
+ */
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "softmr_test.h"
+
+#define BUF	(1 << 20)
+
+#include "softmr_qp_util.h"
+
+#define PARAM	"/sys/module/softmr/parameters/sq_poll_usecs"
+#define MSG	16
+#define NMSG	20000
+#define DEPTH	48	/* below make_end()'s 64 send WRs */
+
+static char counter_dir[256];
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+static long counter(const char *name)
+{
+	char p[320];
+
+	snprintf(p, sizeof(p), "%s/%s", counter_dir, name);
+	return read_long(p);
+}
+
+/*
+ * NMSG RDMA WRITEs of MSG bytes from @a to distinct offsets of @mr, at
+ * most DEPTH outstanding, each signaled: completions in order, success,
+ * and the destination holds each message.  Returns the posts made (one WR
+ * each), or -1.
+ */
+static long write_stream(struct end *a, struct ibv_mr *mr, uint8_t *buf)
+{
+	uint8_t *src = buf, *dst = buf + BUF / 2;
+	uint64_t next_wc = 0;
+	long posted = 0, bad = 0;
+	struct timespec seen, t;
+	struct ibv_wc wc[16];
+	int i, n;
+
+	memset(dst, 0, BUF / 2);
+	fill(src, BUF / 2, 3);
+	clock_gettime(CLOCK_MONOTONIC, &seen);
+	while (next_wc < NMSG) {
+		while (posted < NMSG && posted - (long)next_wc < DEPTH) {
+			size_t off = (size_t)posted * MSG % (BUF / 2);
+			struct ibv_sge sg = {
+				.addr = (uintptr_t)(src + off),
+				.length = MSG, .lkey = mr->lkey,
+			};
+			struct ibv_send_wr wr = {
+				.wr_id = posted, .sg_list = &sg, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .remote_addr = (uintptr_t)(dst + off),
+					     .rkey = mr->rkey },
+			};
+
+			if (post(a->qp, &wr))
+				return -1;
+			posted++;
+		}
+		n = ibv_poll_cq(a->cq, 16, wc);
+		if (n < 0)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n)
+			seen = t;
+		/* a WQE nobody runs: neither poller nor doorbell saw it */
+		if (t.tv_sec - seen.tv_sec > 5) {
+			CHECK(0, "no completion for 5 s: %ld posted, %llu completed",
+			      posted, (unsigned long long)next_wc);
+			return -1;
+		}
+		for (i = 0; i < n; i++, next_wc++)
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].wr_id != next_wc)
+				bad++;
+		if (bad)
+			break;
+	}
+	CHECK(!bad, "%ld completions out of order or in error", bad);
+	CHECK(!memcmp(src, dst, (size_t)NMSG * MSG < BUF / 2 ?
+		      (size_t)NMSG * MSG : BUF / 2),
+	      "every message written");
+	return bad ? -1 : posted;
+}
+
+/* Posts and doorbells of a stream with sq_poll_usecs = @usecs. */
+static void stream_with(struct end *a, struct ibv_mr *mr, uint8_t *buf,
+			long usecs, long *posts, long *doorbells, long *polls)
+{
+	long d0, p0;
+
+	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld", usecs);
+	d0 = counter("send_doorbells");
+	p0 = counter("sq_polls");
+	*posts = write_stream(a, mr, buf);
+	*doorbells = counter("send_doorbells") - d0;
+	*polls = counter("sq_polls") - p0;
+}
+
+struct poster {
+	struct end *a;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	volatile int stop;
+	long posted;
+	volatile long done;	/* completions polled: bounds what is posted */
+};
+
+/*
+ * Post writes until told to stop, completions left to the main thread;
+ * never more outstanding than the CQ holds (flushed WQEs complete at once).
+ */
+static void *post_loop(void *arg)
+{
+	struct poster *p = arg;
+
+	while (!p->stop) {
+		if (p->posted - p->done >= 128) {
+			usleep(10);
+			continue;
+		}
+		struct ibv_sge sg = {
+			.addr = (uintptr_t)p->buf, .length = MSG,
+			.lkey = p->mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = p->posted, .sg_list = &sg, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)p->buf + BUF / 2,
+				     .rkey = p->mr->rkey },
+		};
+
+		if (!post(p->a->qp, &wr))
+			p->posted++;
+		else
+			usleep(50);	/* the ring is full */
+	}
+	return NULL;
+}
+
+/*
+ * A thread keeps posting while the QP goes to the error state: every
+ * posted WQE completes, with success before the error, flushed after it.
+ */
+static void test_error_while_posting(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct poster p = { .mr = mr, .buf = buf };
+	struct end a = {}, b = {};
+	long done = 0, ok = 0, flushed = 0, other = 0;
+	struct timespec t0, t;
+	struct ibv_wc wc[16];
+	pthread_t th;
+	int i, n;
+
+	printf("-- the QP goes to ERR while a thread posts\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	p.a = &a;
+	CHECK(!pthread_create(&th, NULL, post_loop, &p), "poster thread");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(a.cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			p.done = ++done;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				ok++;
+			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+				flushed++;
+			else
+				other++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (!attr.cur_qp_state && ok > 2000) {
+			CHECK(!ibv_modify_qp(a.qp, &attr, IBV_QP_STATE),
+			      "to ERR while posting");
+			attr.cur_qp_state = IBV_QPS_ERR;
+			t0 = t;
+		}
+		if (attr.cur_qp_state && !p.stop &&
+		    t.tv_sec - t0.tv_sec >= 1)
+			p.stop = 1;
+		if (p.stop == 1) {
+			pthread_join(th, NULL);
+			p.stop = 2;
+			t0 = t;
+		}
+		if (p.stop == 2 && done == p.posted)
+			break;
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
+	}
+	if (p.stop != 2) {
+		p.stop = 1;
+		pthread_join(th, NULL);
+	}
+	CHECK(done == p.posted,
+	      "every posted WQE completed: %ld posted, %ld completions", p.posted,
+	      done);
+	CHECK(ok > 2000 && flushed > 0 && !other,
+	      "%ld succeeded, %ld flushed, %ld other", ok, flushed, other);
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+/* A QP destroyed while its poller runs goes at once. */
+static void test_destroy_while_polled(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct timespec t0, t;
+	int round, slow = 0, bad = 0;
+
+	printf("-- QPs destroyed while their poller runs\n");
+	for (round = 0; round < 50; round++) {
+		struct end a = {}, b = {};
+		int i;
+
+		if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE, 7)) {
+			bad++;
+			free_end(&a);
+			free_end(&b);
+			continue;
+		}
+		for (i = 0; i < DEPTH; i++) {
+			struct ibv_sge sg = { .addr = (uintptr_t)buf,
+					      .length = MSG, .lkey = mr->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = i, .sg_list = &sg, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.wr.rdma = { .remote_addr = (uintptr_t)buf +
+						BUF / 2, .rkey = mr->rkey },
+			};
+
+			if (post(a.qp, &wr))
+				bad++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (ibv_destroy_qp(a.qp))
+			bad++;
+		a.qp = NULL;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L +
+		    (t.tv_nsec - t0.tv_nsec) > 500000000L)
+			slow++;
+		free_end(&a);
+		free_end(&b);
+	}
+	CHECK(!bad, "%d setup, post or destroy failures", bad);
+	CHECK(!slow, "%d destroys took over 0.5 s", slow);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = argc > 1 ? argv[1] : "softmr0";
+	long usecs, posts, db, polls;
+	struct end a = {}, b = {};
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int round;
+
+	snprintf(counter_dir, sizeof(counter_dir),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters", dev);
+	usecs = read_long(PARAM);
+	if (usecs < 0) {
+		SKIP("no %s: a module without send queue polling", PARAM);
+		return st_finish("softmr_sq_poll");
+	}
+	if (st_setup(dev))
+		return 1;
+	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	CHECK(buf != MAP_FAILED && mr, "buffer and MR");
+	if (!mr)
+		return st_finish("softmr_sq_poll");
+	CHECK(counter("send_doorbells") >= 0 && counter("sq_polls") >= 0,
+	      "counters send_doorbells and sq_polls");
+
+	printf("-- a doorbell per post (sq_poll_usecs=0)\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	stream_with(&a, mr, buf, 0, &posts, &db, &polls);
+	CHECK(posts == NMSG && db == posts && polls == 0,
+	      "%ld posts, %ld doorbells, %ld poller runs", posts, db, polls);
+
+	printf("-- the poller takes WQEs (sq_poll_usecs=200)\n");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		SKIP("one CPU: the kernel does not poll");
+	} else {
+		/* a poller needs an idle CPU: a busy host may deny it */
+		for (round = 0; round < 3; round++) {
+			stream_with(&a, mr, buf, 200, &posts, &db, &polls);
+			if (posts == NMSG && polls > 0 && db < posts / 2)
+				break;
+		}
+		CHECK(posts == NMSG && polls > 0 && db < posts / 2,
+		      "%ld posts, %ld doorbells, %ld poller runs", posts, db,
+		      polls);
+		printf("%ld posts rang %ld doorbells\n", posts, db);
+		test_error_while_posting(mr, buf);
+		test_destroy_while_polled(mr, buf);
+	}
+out:
+	free_end(&a);
+	free_end(&b);
+	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs restored to %ld",
+	      usecs);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return st_finish("softmr_sq_poll");
+}
