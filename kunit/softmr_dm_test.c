@@ -90,7 +90,7 @@ static void softmr_test_dm_pool(struct kunit *test)
 	if (big)
 		dm_free(big);
 	KUNIT_EXPECT_EQ(test,
-			atomic64_read(&e->sdev->counters[SOFTMR_CNT_DM_BYTES]),
+			softmr_counter_read(e->sdev, SOFTMR_CNT_DM_BYTES),
 			0);
 }
 

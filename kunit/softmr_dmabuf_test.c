@@ -197,7 +197,7 @@ static struct softmr_mr *dmabuf_reg(struct dmabuf_env *e, struct fake_buf *fb,
 
 static u64 counter(struct dmabuf_env *e, enum softmr_counter c)
 {
-	return atomic64_read(&e->sdev->counters[c]);
+	return softmr_counter_read(e->sdev, c);
 }
 
 #define RW (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \

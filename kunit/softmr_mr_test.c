@@ -127,7 +127,7 @@ static int mr_xa_entries(struct mr_env *e)
 
 static u64 counter(struct mr_env *e, enum softmr_counter c)
 {
-	return atomic64_read(&e->sdev->counters[c]);
+	return softmr_counter_read(e->sdev, c);
 }
 
 static bool user_equals(unsigned long uaddr, const void *buf, size_t len)

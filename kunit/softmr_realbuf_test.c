@@ -275,7 +275,7 @@ static void softmr_test_udmabuf_mr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, RB_IOVA + RB_SIZE - 8, got, 16,
 					     SOFTMR_FROM_MR, 0), -EFAULT);
 	KUNIT_EXPECT_EQ(test, softmr_dereg_mr(&mr->ibmr, NULL), 0);
-	KUNIT_EXPECT_EQ(test, atomic64_read(&e->sdev->counters[SOFTMR_CNT_DMABUF_MRS]),
+	KUNIT_EXPECT_EQ(test, softmr_counter_read(e->sdev, SOFTMR_CNT_DMABUF_MRS),
 			0);
 }
 

@@ -108,6 +108,15 @@ enum softmr_counter {
 };
 
 /**
+ * struct softmr_counters - one CPU's share of a device's counters
+ * @v: by enum softmr_counter; a counter is the sum over the CPUs
+ *	(softmr_counter_read()), so counting never bounces a cache line
+ */
+struct softmr_counters {
+	s64 v[SOFTMR_NUM_COUNTERS];
+};
+
+/**
  * struct softmr_dev - one softmr RDMA device
  * @ibdev: the ib_core device, first so ib_alloc_device() can allocate us
  * @pdev: platform device that owns the DMA setup; parent and dma_device
@@ -132,7 +141,7 @@ enum softmr_counter {
  * @ah_count: AHs now
  * @odp_pages: pages of address space ODP umems cover now (ib_core keeps
  *	16 bytes for each), bounded by odp_max_pages
- * @counters: enum softmr_counter
+ * @counters: per CPU, by enum softmr_counter (softmr_count())
  * @dm_area: the device memory, referenced (allocations outlive the device)
  * @dm_pool: device memory allocator: offsets into @dm_mem (plus PAGE_SIZE)
  * @dm_mem: device memory, physically contiguous
@@ -174,7 +183,7 @@ struct softmr_dev {
 	atomic_t ah_count;
 
 	atomic64_t odp_pages;
-	atomic64_t counters[SOFTMR_NUM_COUNTERS];
+	struct softmr_counters __percpu *counters;
 
 	struct softmr_dm_area *dm_area;
 	struct gen_pool *dm_pool;
@@ -191,7 +200,7 @@ struct softmr_dev {
 static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
 				s64 n)
 {
-	atomic64_add(n, &sdev->counters[c]);
+	this_cpu_add(sdev->counters->v[c], n);
 }
 
 /**
@@ -1029,6 +1038,7 @@ struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova);
 void softmr_odp_span_put(struct softmr_span *s);
 
 /* softmr_stats.c: counters and restrack details */
+s64 softmr_counter_read(struct softmr_dev *sdev, enum softmr_counter c);
 struct rdma_hw_stats *softmr_alloc_hw_port_stats(struct ib_device *ibdev,
 						 u32 port_num);
 int softmr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,

@@ -372,6 +372,9 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 	INIT_WORK(&sdev->wire_rx_work, softmr_wire_rx_work);
 	INIT_LIST_HEAD(&sdev->wire_entry);
 
+	sdev->counters = alloc_percpu(struct softmr_counters);
+	if (!sdev->counters)
+		return -ENOMEM;
 	sdev->status = vmalloc_user(PAGE_SIZE);
 	if (!sdev->status)
 		return -ENOMEM;
@@ -475,6 +478,7 @@ void softmr_dealloc_driver(struct ib_device *ibdev)
 		platform_device_unregister(sdev->pdev);
 	vfree(sdev->status);
 	softmr_dm_cleanup_dev(sdev);
+	free_percpu(sdev->counters);
 }
 
 /**

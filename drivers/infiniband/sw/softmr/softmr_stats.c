@@ -59,6 +59,23 @@ struct rdma_hw_stats *softmr_alloc_hw_port_stats(struct ib_device *ibdev,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
+/**
+ * softmr_counter_read() - a device counter's value
+ * @sdev: the device
+ * @c: the counter
+ *
+ * Return: the sum of the CPUs' shares (a moment's snapshot).
+ */
+s64 softmr_counter_read(struct softmr_dev *sdev, enum softmr_counter c)
+{
+	s64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(sdev->counters, cpu)->v[c]);
+	return sum;
+}
+
 int softmr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 			u32 port_num, int index)
 {
@@ -66,7 +83,7 @@ int softmr_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	int i;
 
 	for (i = 0; i < SOFTMR_NUM_COUNTERS; i++)
-		stats->value[i] = atomic64_read(&sdev->counters[i]);
+		stats->value[i] = softmr_counter_read(sdev, i);
 	return SOFTMR_NUM_COUNTERS;
 }
 
