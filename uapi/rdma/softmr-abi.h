@@ -191,6 +191,14 @@ struct softmr_create_cq_resp {
  * the QP into the error state.
  */
 
+/*
+ * The largest WQE (bytes of its gather list) the kernel's send queue
+ * poller runs without a doorbell: after posting a larger one the provider
+ * rings the send doorbell even while sq_polled is set, and the WQE runs
+ * in the poster's context.
+ */
+#define SOFTMR_SQ_POLL_MAX_BYTES	65536
+
 /**
  * struct softmr_wq_hdr - head of a work queue ring
  * @producer: next slot the provider fills; written by the provider only
@@ -207,6 +215,7 @@ struct softmr_create_cq_resp {
  *             @producer and a full barrier, skips the send doorbell while
  *             it reads 1.  The kernel clears it, then (after a full barrier)
  *             reads @producer once more, so a WQE is never left unseen.
+ *             A WQE above SOFTMR_SQ_POLL_MAX_BYTES always gets a doorbell.
  * @pad1: padding
  */
 struct softmr_wq_hdr {

@@ -155,6 +155,8 @@ static bool fz_round_begin(uint64_t round)
 	fz_rounds++;
 	if (!fz_world_build(fz.kind == K_MM)) {
 		fz_round_fail++;
+		/* a half-built world (a device going away): no case runs on it */
+		fz_world_destroy();
 		if (!fz_dev_present())
 			fz.gone = true;
 		return false;

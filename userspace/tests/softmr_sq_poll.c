@@ -5,7 +5,9 @@
  * order and with their data; with sq_poll_usecs=0 every post rings; a QP
  * moved to the error state while a thread keeps posting completes every
  * WQE (success or flush), none is lost between poller and doorbell; a QP
- * destroyed while its poller runs goes at once.
+ * destroyed while its poller runs goes at once; a WQE above
+ * SOFTMR_SQ_POLL_MAX_BYTES written into the ring without a doorbell is not
+ * run by the poller, but by the doorbell (the provider rings for those).
  *
  * usage: softmr_sq_poll DEV   (root: it sets the module parameter)
  */
@@ -17,6 +19,11 @@
 #include <time.h>
 
 #include "softmr_test.h"
+/* the provider's QP layout, to write its send ring by hand */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "../providers/softmr/softmr.h"
+#pragma GCC diagnostic pop
 
 #define BUF	(1 << 20)
 
@@ -295,6 +302,140 @@ static void test_destroy_while_polled(struct ibv_mr *mr, uint8_t *buf)
 	CHECK(!slow, "%d destroys took over 0.5 s", slow);
 }
 
+/* ibv_post_send's doorbell by hand: the doorbell file */
+static int ring(struct ibv_qp *qp)
+{
+	uint32_t qpn = qp->qp_num;
+
+	return write(to_sctx(qp->context)->db_fd, &qpn, 4) == 4 ? 0 : -1;
+}
+
+/*
+ * A large WQE written into the ring while the poller watches, without a
+ * doorbell: it stays until the doorbell; through ibv_post_send (which
+ * rings for it) large writes mixed into a stream of small ones all run.
+ */
+static void test_large_wqe(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct softmr_qp *sq;
+	struct softmr_send_wqe *w;
+	struct end a = {}, b = {};
+	int tries, seen = 0, early = 0, done = 0;
+	struct ibv_wc wc;
+
+	printf("-- a large WQE waits for its doorbell\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7) ||
+	    to_sctx(ctx)->db_fd < 0) {
+		CHECK(0, "RC pair and doorbell file");
+		goto out;
+	}
+	sq = to_sqp(a.qp);
+	for (tries = 0; tries < 20 && !seen; tries++) {
+		struct ibv_sge sg = { (uintptr_t)buf, MSG, mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = 1, .sg_list = &sg, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { (uintptr_t)buf + BUF / 2, mr->rkey },
+		};
+
+		/* a small write starts the poller */
+		if (post(a.qp, &wr) || wait_wc(a.cq, &wc))
+			break;
+		if (!__atomic_load_n(&sq->sq.hdr->sq_polled, __ATOMIC_SEQ_CST))
+			continue;
+		pthread_spin_lock(&sq->sq.lock);
+		w = (void *)((uint8_t *)sq->sq.hdr + SOFTMR_WQ_HDR_SIZE +
+			     (sq->sq.prod & (sq->sq.num - 1)) * sq->sq.stride);
+		memset(w, 0, sq->sq.stride);
+		w->wr_id = 2;
+		w->opcode = IBV_WR_RDMA_WRITE;
+		w->flags = SOFTMR_SEND_SIGNALED;
+		w->num_sge = 1;
+		w->sge[0].addr = (uintptr_t)buf;
+		w->sge[0].length = SOFTMR_SQ_POLL_MAX_BYTES + 4096;
+		w->sge[0].lkey = mr->lkey;
+		w->wr.rdma.remote_addr = (uintptr_t)buf + BUF / 2;
+		w->wr.rdma.rkey = mr->rkey;
+		sq->sq.prod++;
+		__atomic_store_n(&sq->sq.hdr->producer, sq->sq.prod,
+				 __ATOMIC_SEQ_CST);
+		pthread_spin_unlock(&sq->sq.lock);
+		seen = 1;
+		early = !no_wc(a.cq);
+		CHECK(!ring(a.qp), "the doorbell");
+		done = !wait_wc(a.cq, &wc) && wc.wr_id == 2 &&
+		       wc.status == IBV_WC_SUCCESS;
+	}
+	if (!seen) {
+		SKIP("the poller never watched after a doorbell (busy host)");
+		goto out;
+	}
+	CHECK(!early, "the large WQE did not run without its doorbell");
+	CHECK(done, "it ran at the doorbell");
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+/* Large writes among small ones through ibv_post_send: all complete. */
+static void test_mixed_sizes(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	long posted = 0, next = 0, bad = 0;
+	struct timespec seen, t;
+	struct ibv_wc wc[16];
+	int i, n;
+
+	printf("-- large writes among small ones\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	fill(buf, BUF / 2, 9);
+	memset(buf + BUF / 2, 0, BUF / 2);
+	clock_gettime(CLOCK_MONOTONIC, &seen);
+	while (next < 3000) {
+		while (posted < 3000 && posted - next < DEPTH) {
+			uint32_t len = posted % 100 == 99 ? BUF / 4 : MSG;
+			size_t off = posted % 100 == 99 ? 0 :
+				     (size_t)posted * MSG % (BUF / 4);
+			struct ibv_sge sg = { (uintptr_t)buf + off, len,
+					      mr->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = posted, .sg_list = &sg, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { (uintptr_t)buf + BUF / 2 + off,
+					     mr->rkey },
+			};
+
+			if (post(a.qp, &wr))
+				goto out_check;
+			posted++;
+		}
+		n = ibv_poll_cq(a.cq, 16, wc);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n > 0)
+			seen = t;
+		if (t.tv_sec - seen.tv_sec > 5)
+			break;
+		for (i = 0; i < n; i++, next++)
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    (long)wc[i].wr_id != next)
+				bad++;
+	}
+out_check:
+	CHECK(next == 3000 && !bad, "%ld of 3000 completed, %ld bad", next,
+	      bad);
+	CHECK(!memcmp(buf, buf + BUF / 2, BUF / 4), "the data written");
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
@@ -347,6 +488,8 @@ int main(int argc, char **argv)
 		      "%ld posts, %ld doorbells, %ld poller runs", posts, db,
 		      polls);
 		printf("%ld posts rang %ld doorbells\n", posts, db);
+		test_large_wqe(mr, buf);
+		test_mixed_sizes(mr, buf);
 		test_error_while_posting(mr, buf);
 		test_destroy_while_polled(mr, buf);
 	}

@@ -134,19 +134,45 @@ static int softmr_uverbs_doorbell(struct ibv_context *ctx, uint32_t command,
  * The send doorbell: the doorbell file when the kernel gave one (a 4-byte
  * write naming the QP), else POST_SEND.
  */
-static int softmr_send_doorbell(struct ibv_qp *ibqp)
+/*
+ * Does a send WQE in [from, to) move more than the kernel's poller runs
+ * without a doorbell (SOFTMR_SQ_POLL_MAX_BYTES)?
+ */
+static bool softmr_sq_big(struct softmr_wq *sq, uint32_t from, uint32_t to)
+{
+	for (; from != to; from++) {
+		struct softmr_send_wqe *wqe = softmr_wq_slot(sq, from);
+		uint32_t i, n = wqe->num_sge < sq->max_sge ? wqe->num_sge :
+							     sq->max_sge;
+		uint64_t bytes = 0;
+
+		if (wqe->flags & SOFTMR_SEND_INLINE)
+			continue;
+		for (i = 0; i < n; i++)
+			bytes += wqe->sge[i].length;
+		if (bytes > SOFTMR_SQ_POLL_MAX_BYTES)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The send doorbell for the WQEs just posted, [@from, @to) of the ring:
+ * none while the kernel watches the ring (softmr_wq_hdr.sq_polled) and
+ * every WQE is one its poller runs.
+ */
+static int softmr_send_doorbell(struct ibv_qp *ibqp, uint32_t from,
+				uint32_t to)
 {
 	struct softmr_context *ctx = to_sctx(ibqp->context);
 	struct softmr_qp *qp = to_sqp(ibqp);
 	uint32_t qpn = ibqp->qp_num;
 
-	/*
-	 * The kernel watches the ring (softmr_wq_hdr.sq_polled): no doorbell.
-	 * The producer index before the flag, as the kernel orders them.
-	 */
+	/* the producer index before the flag, as the kernel orders them */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit((_Atomic(uint32_t) *)&qp->sq.hdr->sq_polled,
-				 memory_order_relaxed))
+				 memory_order_relaxed) &&
+	    !softmr_sq_big(&qp->sq, from, to))
 		return 0;
 	if (ctx->db_fd >= 0) {
 		if (write(ctx->db_fd, &qpn, sizeof(qpn)) != sizeof(qpn))
@@ -400,6 +426,7 @@ static int softmr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct softmr_qp *qp = to_sqp(ibqp);
 	struct softmr_wq *sq = &qp->sq;
 	bool posted = false;
+	uint32_t from, to;
 	int err = 0;
 
 	if (!softmr_sq_open(qp)) {
@@ -407,6 +434,7 @@ static int softmr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		return EINVAL;
 	}
 	pthread_spin_lock(&sq->lock);
+	from = sq->prod;
 	for (; wr; wr = wr->next) {
 		if (softmr_wq_full(sq, sq->prod)) {
 			err = ENOMEM;
@@ -419,11 +447,12 @@ static int softmr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		posted = true;
 	}
 	softmr_store_release(&sq->hdr->producer, sq->prod);
+	to = sq->prod;
 	pthread_spin_unlock(&sq->lock);
 	if (err)
 		*bad_wr = wr;
 	if (posted) {
-		int ret = softmr_send_doorbell(ibqp);
+		int ret = softmr_send_doorbell(ibqp, from, to);
 
 		if (!err)
 			err = ret;
@@ -475,6 +504,7 @@ static int softmr_wr_complete(struct ibv_qp_ex *ibqpx)
 	struct softmr_qp *qp = container_of(ibqpx, struct softmr_qp,
 					    vqp.qp_ex);
 	bool posted = qp->wr_prod != qp->sq.prod;
+	uint32_t from = qp->sq.prod, to = qp->wr_prod;
 	int err = qp->wr_err;
 
 	if (!err && !softmr_sq_open(qp))
@@ -487,7 +517,7 @@ static int softmr_wr_complete(struct ibv_qp_ex *ibqpx)
 	pthread_spin_unlock(&qp->sq.lock);
 	if (err)
 		return err;
-	return posted ? softmr_send_doorbell(&qp->vqp.qp) : 0;
+	return posted ? softmr_send_doorbell(&qp->vqp.qp, from, to) : 0;
 }
 
 static void softmr_wr_abort(struct ibv_qp_ex *ibqpx)

@@ -135,6 +135,9 @@ struct softmr_counters {
  * @qp_xa: QPs by QP number (1: the GSI QP); lookups take a reference
  * @qp_next: next QP number tried by the cyclic allocator
  * @qp_count: QPs now
+ * @sq_pollers: send queue pollers running (softmr_sq_poll.c)
+ * @odp_ok: ODP offered: the kernel allows it and the DMA setup maps pages
+ *	one to one (softmr_odp_page())
  * @srq_count: SRQs now
  * @ah_xa: address vectors by AH number, RCU
  * @ah_next: next AH number tried
@@ -177,6 +180,8 @@ struct softmr_dev {
 	struct xarray qp_xa;
 	u32 qp_next;
 	atomic_t qp_count;
+	atomic_t sq_pollers;
+	bool odp_ok;
 	atomic_t srq_count;
 	struct xarray ah_xa;
 	u32 ah_next;
@@ -208,11 +213,13 @@ static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
  * @ibuc: the ib_core context
  * @status_entry: mmap entry of the device status page for this context
  * @doorbell: what the context's doorbell files reach (softmr_doorbell.c)
+ * @sq_pollers: send queue pollers running for its QPs (softmr_sq_poll.c)
  */
 struct softmr_ucontext {
 	struct ib_ucontext ibuc;
 	struct rdma_user_mmap_entry *status_entry;
 	struct softmr_doorbell *doorbell;
+	atomic_t sq_pollers;
 };
 
 /**
@@ -588,6 +595,8 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries, polling
  * @sq_poll_backoff: ktime (ns) before which no poller starts: the last
  *	one found nothing to do (softmr_sq_poll())
+ * @sq_rung: the producer index the last send doorbell saw: WQEs before it
+ *	were rung for, later ones the poller runs only when small
  * @req: the engine's state for the WQE being executed (under sq.lock)
  * @wire_psn: the PSN of the next UD packet to the wire (under sq.lock)
  * @wire: RC and UC: the connection's wire state (softmr_wire_conn.h),
@@ -620,6 +629,7 @@ struct softmr_qp {
 	atomic64_t peer_serial;
 	struct delayed_work sq_work;
 	u64 sq_poll_backoff;
+	u32 sq_rung;
 	struct softmr_req *req;
 	u32 wire_psn;
 	struct softmr_wire_conn *wire;
@@ -938,6 +948,8 @@ void softmr_send_complete(struct softmr_qp *qp,
 			  const struct softmr_send_wqe *wqe,
 			  enum ib_wc_status status, u32 byte_len);
 bool softmr_sq_process(struct softmr_qp *qp);
+bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
+			      bool *blocked);
 extern const u32 softmr_rnr_usecs[32];
 bool softmr_gid_is_local(const union ib_gid *gid);
 struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,

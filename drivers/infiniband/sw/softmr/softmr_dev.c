@@ -10,10 +10,12 @@
  * the last driver op ib_core calls for a device.
  */
 
+#include <linux/dma-direct.h>
 #include <linux/dma-mapping.h>
 #include <linux/if_arp.h>
 #include <linux/if_vlan.h>
 #include <linux/inetdevice.h>
+#include <linux/swiotlb.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
@@ -276,6 +278,32 @@ static bool softmr_netdev_supported(struct net_device *ndev)
 	return ndev->type == ARPHRD_ETHER || ndev->type == ARPHRD_LOOPBACK;
 }
 
+/*
+ * Does @dev map pages one to one, so that a DMA address leads back to its
+ * page?  ODP copies find their pages that way (softmr_odp_page()); behind
+ * an IOMMU, Xen's swiotlb, GART or forced bounce buffers they could not,
+ * and ODP stays off.
+ */
+static bool softmr_dma_is_direct(struct device *dev)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+	bool direct;
+	dma_addr_t dma;
+
+	if (!page)
+		return false;
+	dma = dma_map_page(dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dev, dma)) {
+		__free_page(page);
+		return false;
+	}
+	direct = dma_to_phys(dev, dma) == page_to_phys(page) &&
+		 !is_swiotlb_force_bounce(dev);
+	dma_unmap_page(dev, dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	__free_page(page);
+	return direct;
+}
+
 static void softmr_init_attr(struct softmr_dev *sdev)
 {
 	struct ib_device_attr *attr = &sdev->attr;
@@ -323,7 +351,7 @@ static void softmr_init_attr(struct softmr_dev *sdev)
 	 * ODP: MRs fault on access, and the engine reaches every MR through
 	 * the MR access API, so every RC and UD operation works on ODP MRs.
 	 */
-	if (SOFTMR_ODP_SUPPORTED) {
+	if (sdev->odp_ok) {
 		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 		attr->odp_caps.general_caps = IB_ODP_SUPPORT |
 					      IB_ODP_SUPPORT_IMPLICIT;
@@ -387,6 +415,8 @@ static int softmr_dev_init(struct softmr_dev *sdev, struct net_device *ndev)
 		return err;
 	}
 
+	sdev->odp_ok = SOFTMR_ODP_SUPPORTED &&
+		       softmr_dma_is_direct(&sdev->pdev->dev);
 	sdev->ndev = ndev;
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 

@@ -1304,12 +1304,55 @@ void softmr_rq_flush(struct softmr_qp *qp)
 	mutex_unlock(&rq->lock);
 }
 
+/*
+ * Bytes a send WQE copy moves (its gather list; inline data is in the
+ * ring already).  num_sge is not validated yet: only the SGEs the copy
+ * holds are counted.
+ */
+static u64 softmr_wqe_bytes(const struct softmr_wq *sq,
+			    const struct softmr_send_wqe *wqe)
+{
+	u32 i, n = min_t(u32, wqe->num_sge, sq->max_sge);
+	u64 bytes = 0;
+
+	if (wqe->flags & SOFTMR_SEND_INLINE)
+		return 0;
+	for (i = 0; i < n; i++)
+		bytes += wqe->sge[i].length;
+	return bytes;
+}
+
+/*
+ * Was the WQE at the head posted after the last send doorbell?  The
+ * poller runs those only up to SOFTMR_SQ_POLL_MAX_BYTES.
+ */
+static bool softmr_sq_unrung(struct softmr_qp *qp)
+{
+	return (s32)(qp->sq.cons - READ_ONCE(qp->sq_rung)) >= 0;
+}
+
 /* Run the send queue; sq.lock held.  Return: more work is left. */
 bool softmr_sq_process(struct softmr_qp *qp)
 {
+	return softmr_sq_process_budget(qp, qp->sq.num, false, NULL);
+}
+
+/**
+ * softmr_sq_process_budget() - run at most @budget WQEs of the send queue
+ * @qp: the QP, sq.lock held
+ * @budget: WQEs
+ * @polled: the send queue poller runs it: a WQE posted after the last
+ *	doorbell that moves more than SOFTMR_SQ_POLL_MAX_BYTES stays at the
+ *	head for the doorbell the provider rings for it
+ * @blocked: set when such a WQE stopped the run (may be NULL)
+ *
+ * Return: more work is left.
+ */
+bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
+			      bool *blocked)
+{
 	struct softmr_wq *sq = &qp->sq;
 	struct softmr_req *req = qp->req;
-	u32 budget = sq->num;
 	bool more = false;
 
 	while (budget--) {
@@ -1328,6 +1371,9 @@ bool softmr_sq_process(struct softmr_qp *qp)
 		cond_resched();
 		if (READ_ONCE(qp->dying) || fatal_signal_pending(current))
 			break;
+		/* an RNR wait: its timer (softmr_sq_work()) retries the head */
+		if (!list_empty_careful(&qp->rnr_entry))
+			break;
 		if (softmr_wq_pending(sq, &n)) {
 			softmr_qp_set_error(qp);
 			break;
@@ -1336,6 +1382,12 @@ bool softmr_sq_process(struct softmr_qp *qp)
 			break;
 
 		wqe = softmr_wq_take(sq);
+		if (polled && softmr_sq_unrung(qp) &&
+		    softmr_wqe_bytes(sq, wqe) > SOFTMR_SQ_POLL_MAX_BYTES) {
+			if (blocked)
+				*blocked = true;
+			break;
+		}
 		if (READ_ONCE(qp->rnr_left) < 0)
 			WRITE_ONCE(qp->rnr_left, qp->attr.rnr_retry);
 		st = softmr_sq_execute(qp, wqe, req);
@@ -1397,8 +1449,13 @@ void softmr_engine_qp_cleanup(struct softmr_qp *qp)
 	softmr_wire_conn_free(qp);
 }
 
-/* Run the send queue; true when more work is left (the caller queues it). */
-static bool softmr_qp_run_more(struct softmr_qp *qp)
+/*
+ * Run the send queue; true when more work is left (the caller queues it).
+ * @worker: in the engine's worker, not the poster's context: a user QP's
+ * large WQEs posted after its last doorbell wait for the doorbell the
+ * provider rings for them (softmr_sq_process_budget()).
+ */
+static bool softmr_qp_run_more(struct softmr_qp *qp, bool worker)
 {
 	bool more;
 
@@ -1406,7 +1463,8 @@ static bool softmr_qp_run_more(struct softmr_qp *qp)
 		return false;	/* the RNR timer or a receive doorbell resumes */
 	if (mutex_lock_killable(&qp->sq.lock))
 		return false;
-	more = softmr_sq_process(qp);
+	more = softmr_sq_process_budget(qp, qp->sq.num, worker && qp->is_user,
+					NULL);
 	mutex_unlock(&qp->sq.lock);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		softmr_rq_flush(qp);
@@ -1421,7 +1479,7 @@ static bool softmr_qp_run_more(struct softmr_qp *qp)
  */
 void softmr_qp_run(struct softmr_qp *qp)
 {
-	if (softmr_qp_run_more(qp))
+	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
 }
 
@@ -1435,7 +1493,9 @@ void softmr_qp_run(struct softmr_qp *qp)
 void softmr_qp_doorbell(struct softmr_qp *qp)
 {
 	softmr_count(qp->sdev, SOFTMR_CNT_SEND_DOORBELLS, 1);
-	if (softmr_qp_run_more(qp))
+	/* what this doorbell covers: any WQE may run anywhere */
+	WRITE_ONCE(qp->sq_rung, smp_load_acquire(&qp->sq.hdr->producer));
+	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
 	else
 		softmr_sq_poll_start(qp);
@@ -1459,7 +1519,7 @@ void softmr_sq_work(struct work_struct *work)
 					    struct softmr_qp, sq_work);
 
 	softmr_rnr_forget(qp);
-	if (softmr_qp_run_more(qp))
+	if (softmr_qp_run_more(qp, true))
 		softmr_qp_kick(qp);
 	else
 		softmr_sq_poll(qp);

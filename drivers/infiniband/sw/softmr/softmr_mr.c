@@ -477,8 +477,11 @@ static int softmr_check_reg(struct softmr_dev *sdev, u64 start, u64 length,
 	err = softmr_check_access_flags(access);
 	if (err)
 		return err;
-	/* no ODP on this kernel (softmr_compat.h): capability clear */
-	if ((access & IB_ACCESS_ON_DEMAND) && !SOFTMR_ODP_SUPPORTED)
+	/*
+	 * no ODP on this kernel (softmr_compat.h) or behind this DMA setup
+	 * (softmr_dev.c): capability clear
+	 */
+	if ((access & IB_ACCESS_ON_DEMAND) && !sdev->odp_ok)
 		return -EOPNOTSUPP;
 	if (softmr_is_implicit(start, length, access)) {
 		/* HUGETLB is for explicit ODP only; iova is the address */

@@ -11,20 +11,24 @@
  *
  * so a WQE is either seen by the poller or followed by a doorbell.
  *
- * Bounds: the poller stops after sq_poll_usecs without a new WQE, as soon
- * as it waits while another task could use its CPU (single_task_running(),
- * as KVM's halt polling does: a poller only uses a CPU left idle), when a
- * run makes no progress (the WQE at the head waits for something: an RNR
- * timer, a wire window, a fence), when the QP leaves RTS or is being
- * destroyed, and after SOFTMR_SQ_POLL_RUN_NS of work, when it queues itself
- * again behind other work.  It yields (cond_resched()) on every pass.  A
- * run that found nothing to do keeps doorbells from starting another for
- * SOFTMR_SQ_POLL_BACKOFF_NS: a QP whose posts come far apart, or whose
- * poller never gets an idle CPU, costs no wakeup per doorbell.
- * It polls only with more than one CPU online: on one CPU it would only
- * take time from the thread that posts.  QPs on the wire are not polled:
- * their connection's worker takes WQEs as the window opens.
- * sq_poll_usecs=0 turns polling off.
+ * The poller's work is a kernel worker's, not charged to the poster, so it
+ * is kept small and bounded:
+ *  - it runs a WQE posted after the last doorbell only when it moves at
+ *    most SOFTMR_SQ_POLL_MAX_BYTES; the provider rings for larger ones,
+ *    which then run in the poster's context (a ring written by hand that
+ *    skips that doorbell stalls its own QP only);
+ *  - SOFTMR_SQ_POLL_BATCH WQEs per pass, then the checks below again;
+ *  - one poller per context, and at most half the online CPUs' worth per
+ *    device (at least one); with one CPU online, none;
+ *  - it stops when another task could use its CPU (single_task_running(),
+ *    as KVM's halt polling decides), after sq_poll_usecs without a new
+ *    WQE, when the head cannot run (RNR wait, fence, a large WQE), when the
+ *    QP leaves RTS or is being destroyed, and after SOFTMR_SQ_POLL_RUN_NS,
+ *    when it queues itself again behind other work if WQEs wait;
+ *  - a run that found nothing to do keeps doorbells from starting another
+ *    for SOFTMR_SQ_POLL_BACKOFF_NS.
+ * QPs on the wire are not polled: their connection's worker takes WQEs as
+ * the window opens.  sq_poll_usecs=0 turns polling off.
  */
 
 #include <linux/moduleparam.h>
@@ -43,6 +47,8 @@ MODULE_PARM_DESC(sq_poll_usecs,
 #define SOFTMR_SQ_POLL_RUN_NS	(2 * NSEC_PER_MSEC)
 /* After a run that found nothing to do, doorbells start none this long. */
 #define SOFTMR_SQ_POLL_BACKOFF_NS	(5 * NSEC_PER_MSEC)
+/* WQEs one pass runs before the poller looks around again. */
+#define SOFTMR_SQ_POLL_BATCH		16
 
 /* The idle time, or 0 when @qp is not polled. */
 static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
@@ -96,22 +102,52 @@ static bool softmr_sq_poll_stop(struct softmr_qp *qp)
 	return true;
 }
 
+/* A poller slot of the QP's context and device; false when none is free. */
+static bool softmr_sq_poll_get(struct softmr_qp *qp)
+{
+	int max = max(1U, num_online_cpus() / 2);
+
+	if (atomic_inc_return(&qp->owner->sq_pollers) > 1)
+		goto put_owner;
+	if (atomic_inc_return(&qp->sdev->sq_pollers) > max)
+		goto put_dev;
+	return true;
+
+put_dev:
+	atomic_dec(&qp->sdev->sq_pollers);
+put_owner:
+	atomic_dec(&qp->owner->sq_pollers);
+	return false;
+}
+
+static void softmr_sq_poll_put(struct softmr_qp *qp)
+{
+	atomic_dec(&qp->sdev->sq_pollers);
+	atomic_dec(&qp->owner->sq_pollers);
+}
+
 /*
  * The poller leaves: from now on the provider rings.  WQEs posted without
- * a doorbell while it watched run when the QP is queued again (a run that
- * made progress), when what holds the head back resumes the QP (the RNR
- * timer, RTS after SQD, the wire), or, in the error state, are flushed.
+ * a doorbell while it watched run when the QP's work, queued again, takes
+ * them (the poller left for another task, or its time was up), when what
+ * holds the head back resumes the QP (@stuck: the RNR timer, the peer),
+ * at the doorbell the provider rings for a large WQE, or are flushed in
+ * the error state.  A QP no longer open (RNR wait, SQD, dying) is resumed
+ * by whatever changes that.
  */
-static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress)
+static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
+				 bool stuck)
 {
 	WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
 		   ktime_get_ns() + SOFTMR_SQ_POLL_BACKOFF_NS);
 	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
 	smp_mb();	/* as in _stop() */
+	softmr_sq_poll_put(qp);
 	if (!softmr_sq_poll_pending(qp))
 		return;
-	if (progress && softmr_sq_poll_open(qp)) {
-		softmr_qp_kick(qp);	/* behind other work, then on */
+	if (!stuck && softmr_sq_poll_open(qp)) {
+		/* behind other work, then on (softmr_sq_work()) */
+		softmr_qp_kick(qp);
 	} else if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		mutex_lock(&qp->sq.lock);
 		softmr_sq_process(qp);	/* flushes */
@@ -121,19 +157,20 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress)
 
 /**
  * softmr_sq_poll() - watch a QP's send queue for new WQEs and run them
- * @qp: a QP, in its engine work, its send queue just run
+ * @qp: a QP, in its engine work
  *
  * Sleeps (sq.lock).  Returns when the QP has been idle for sq_poll_usecs,
- * when it can make no progress or is no longer open, or after
- * SOFTMR_SQ_POLL_RUN_NS (then queued again when it made progress).
+ * when another task wants the CPU, when the head cannot run or the QP is
+ * no longer open, or after SOFTMR_SQ_POLL_RUN_NS (then queued again when
+ * it made progress and WQEs wait).
  */
 void softmr_sq_poll(struct softmr_qp *qp)
 {
 	u64 idle_ns = softmr_sq_poll_ns(qp);
+	bool progress = false, stuck = false;
 	u64 now, idle_end, run_end;
-	bool progress = false;
 
-	if (!idle_ns || !softmr_sq_poll_open(qp))
+	if (!idle_ns || !softmr_sq_poll_open(qp) || !softmr_sq_poll_get(qp))
 		return;
 	now = ktime_get_ns();
 	idle_end = now + idle_ns;
@@ -143,29 +180,33 @@ void softmr_sq_poll(struct softmr_qp *qp)
 	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
 	for (;;) {
 		cond_resched();
-		if (!softmr_sq_poll_open(qp))
+		if (!softmr_sq_poll_open(qp) || !single_task_running())
 			break;
 		now = ktime_get_ns();
 		if (softmr_sq_poll_pending(qp)) {
 			u32 cons = READ_ONCE(qp->sq.cons);
-			bool more;
+			bool more, blocked = false;
 
 			mutex_lock(&qp->sq.lock);
-			more = softmr_sq_process(qp);
+			more = softmr_sq_process_budget(qp, SOFTMR_SQ_POLL_BATCH,
+							true, &blocked);
 			mutex_unlock(&qp->sq.lock);
-			if (READ_ONCE(qp->sq.cons) == cons && !more)
-				break;	/* the head waits for something */
-			progress = true;
+			if (READ_ONCE(qp->sq.cons) != cons)
+				progress = true;
+			/* the head waits for something (a large one: a doorbell) */
+			stuck = blocked || (READ_ONCE(qp->sq.cons) == cons && !more);
+			if (stuck)
+				break;
 			idle_end = now + idle_ns;
-		} else if ((now > idle_end || !single_task_running()) &&
-			   !softmr_sq_poll_stop(qp)) {
+		} else if (now > idle_end && !softmr_sq_poll_stop(qp)) {
 			WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
 				   now + SOFTMR_SQ_POLL_BACKOFF_NS);
+			softmr_sq_poll_put(qp);
 			return;
 		}
 		if (now > run_end)
 			break;
 		cpu_relax();
 	}
-	softmr_sq_poll_leave(qp, progress);
+	softmr_sq_poll_leave(qp, progress, stuck);
 }
