@@ -875,6 +875,7 @@ void softmr_qp_doorbell(struct softmr_qp *qp);
 void softmr_sq_poll_start(struct softmr_qp *qp);
 void softmr_sq_poll(struct softmr_qp *qp);
 void softmr_qp_kick(struct softmr_qp *qp);
+void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
 void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
 void softmr_rnr_wake(struct softmr_wq *wq);

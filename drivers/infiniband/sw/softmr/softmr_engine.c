@@ -1483,6 +1483,28 @@ void softmr_qp_run(struct softmr_qp *qp)
 		softmr_qp_kick(qp);
 }
 
+/*
+ * A send doorbell covers the WQEs posted before it (softmr_sq_unrung()):
+ * qp->sq_rung moves forward only, to a producer index within a ring of
+ * the consumer (a wild one is the ring's problem, softmr_wq_pending()).
+ */
+static void softmr_sq_ring(struct softmr_qp *qp)
+{
+	/* the index after the WQEs; pairs with the provider's release */
+	u32 prod = smp_load_acquire(&qp->sq.hdr->producer);
+	u32 old = READ_ONCE(qp->sq_rung);
+
+	if (prod - READ_ONCE(qp->sq.cons) > qp->sq.num)
+		return;
+	while ((s32)(prod - old) > 0) {
+		u32 seen = cmpxchg(&qp->sq_rung, old, prod);
+
+		if (seen == old)
+			break;
+		old = seen;
+	}
+}
+
 /**
  * softmr_qp_doorbell() - a user QP's send doorbell
  * @qp: the QP
@@ -1493,8 +1515,7 @@ void softmr_qp_run(struct softmr_qp *qp)
 void softmr_qp_doorbell(struct softmr_qp *qp)
 {
 	softmr_count(qp->sdev, SOFTMR_CNT_SEND_DOORBELLS, 1);
-	/* what this doorbell covers: any WQE may run anywhere */
-	WRITE_ONCE(qp->sq_rung, smp_load_acquire(&qp->sq.hdr->producer));
+	softmr_sq_ring(qp);
 	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
 	else
@@ -1511,6 +1532,20 @@ void softmr_qp_kick(struct softmr_qp *qp)
 {
 	if (!READ_ONCE(qp->dying))
 		queue_delayed_work(softmr_engine_wq, &qp->sq_work, 0);
+}
+
+/**
+ * softmr_qp_kick_delayed() - have the engine's worker run a QP's send
+ *	queue after @delay jiffies
+ * @qp: the QP
+ * @delay: jiffies
+ *
+ * Callable in atomic context.  A run already queued sooner is left alone.
+ */
+void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay)
+{
+	if (!READ_ONCE(qp->dying))
+		queue_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
 }
 
 void softmr_sq_work(struct work_struct *work)

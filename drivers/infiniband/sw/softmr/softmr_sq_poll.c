@@ -28,7 +28,10 @@
  *  - a run that found nothing to do keeps doorbells from starting another
  *    for SOFTMR_SQ_POLL_BACKOFF_NS.
  * QPs on the wire are not polled: their connection's worker takes WQEs as
- * the window opens.  sq_poll_usecs=0 turns polling off.
+ * the window opens.  Polling is off unless sq_poll_usecs is set: the
+ * poller's time is not charged to the poster, and the engine worker's own
+ * continuation runs (a long ring after a doorbell, RNR retries) are not
+ * held to the poller's limits (Documentation: "Send queue polling").
  */
 
 #include <linux/moduleparam.h>
@@ -38,10 +41,10 @@
 
 #include "softmr.h"
 
-static unsigned int sq_poll_usecs = 50;
+static unsigned int sq_poll_usecs;
 module_param(sq_poll_usecs, uint, 0644);
 MODULE_PARM_DESC(sq_poll_usecs,
-		 "after a send doorbell, watch the send queue this long for more WQEs (0: off, at most 1000)");
+		 "after a send doorbell, watch the send queue this long for more WQEs (default 0: off; at most 1000)");
 
 /* The longest one poller run lasts before it queues itself again. */
 #define SOFTMR_SQ_POLL_RUN_NS	(2 * NSEC_PER_MSEC)
@@ -136,7 +139,7 @@ static void softmr_sq_poll_put(struct softmr_qp *qp)
  * by whatever changes that.
  */
 static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
-				 bool stuck)
+				 bool stuck, bool contended)
 {
 	WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
 		   ktime_get_ns() + SOFTMR_SQ_POLL_BACKOFF_NS);
@@ -146,8 +149,15 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 	if (!softmr_sq_poll_pending(qp))
 		return;
 	if (!stuck && softmr_sq_poll_open(qp)) {
-		/* behind other work, then on (softmr_sq_work()) */
-		softmr_qp_kick(qp);
+		/*
+		 * behind other work, then on (softmr_sq_work()); a tick later
+		 * when another task wanted the CPU, so that a head the
+		 * worker cannot run costs a pass a tick, not a busy loop
+		 */
+		if (contended)
+			softmr_qp_kick_delayed(qp, 1);
+		else
+			softmr_qp_kick(qp);
 	} else if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		mutex_lock(&qp->sq.lock);
 		softmr_sq_process(qp);	/* flushes */
@@ -167,7 +177,7 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 void softmr_sq_poll(struct softmr_qp *qp)
 {
 	u64 idle_ns = softmr_sq_poll_ns(qp);
-	bool progress = false, stuck = false;
+	bool progress = false, stuck = false, contended = false;
 	u64 now, idle_end, run_end;
 
 	if (!idle_ns || !softmr_sq_poll_open(qp) || !softmr_sq_poll_get(qp))
@@ -180,8 +190,12 @@ void softmr_sq_poll(struct softmr_qp *qp)
 	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
 	for (;;) {
 		cond_resched();
-		if (!softmr_sq_poll_open(qp) || !single_task_running())
+		if (!softmr_sq_poll_open(qp))
 			break;
+		if (!single_task_running()) {
+			contended = true;
+			break;
+		}
 		now = ktime_get_ns();
 		if (softmr_sq_poll_pending(qp)) {
 			u32 cons = READ_ONCE(qp->sq.cons);
@@ -208,5 +222,5 @@ void softmr_sq_poll(struct softmr_qp *qp)
 			break;
 		cpu_relax();
 	}
-	softmr_sq_poll_leave(qp, progress, stuck);
+	softmr_sq_poll_leave(qp, progress, stuck, contended);
 }
