@@ -2,9 +2,9 @@
 /*
  * In-kernel measurements for `make bench` (skipped unless the kernel runs
  * with softmr.bench=1): ODP fault cost per 4 KiB page, refault after
- * invalidation, and registration cost of pinned, ODP and implicit MRs by
- * size.  They print numbers; they assert only on correctness, never on
- * time.
+ * invalidation, registration cost of pinned, ODP and implicit MRs by
+ * size, and the engine's cost per RDMA WRITE message.  They print
+ * numbers; they assert only on correctness, never on time.
  */
 
 #include <kunit/test.h>
@@ -132,9 +132,75 @@ static void softmr_bench_reg_cost(struct kunit *test)
 	kunit_info(test, "bench: reg_ns implicit any %llu\n", ns);
 }
 
+/*
+ * The engine's cost per message: RDMA WRITEs between two kernel RC QPs of
+ * one device, 16 WRs posted as a list, run in this thread
+ * (softmr_qp_run()), their completions polled; by message size.
+ */
+static void softmr_bench_msg_cost(struct kunit *test)
+{
+	static const u32 sizes[] = { 64, 4096 };
+	const unsigned int batch = 16, nmsg = 20000;
+	struct softmr_eng_env *e;
+	struct ib_rdma_wr *wr;
+	struct ib_sge *sge;
+	struct ib_wc *wc;
+	unsigned int i, k, n, got, bad;
+	u64 t0, ns;
+
+	if (!bench)
+		kunit_skip(test, "measurement: run with softmr.bench=1");
+	wr = kunit_kcalloc(test, batch, sizeof(*wr), GFP_KERNEL);
+	sge = kunit_kcalloc(test, batch, sizeof(*sge), GFP_KERNEL);
+	wc = kunit_kcalloc(test, batch, sizeof(*wc), GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, wr && sge && wc);
+	e = softmr_eng_env(test, "softmr_kb2", 7);
+	for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+		softmr_eng_fill(e->abuf, SOFTMR_ENG_BUF, k + 1);
+		memset(e->bbuf, 0, SOFTMR_ENG_BUF);
+		for (i = 0; i < batch; i++) {
+			sge[i] = (struct ib_sge){ .addr = e->adma,
+						  .length = sizes[k],
+						  .lkey = e->pd->local_dma_lkey };
+			wr[i] = (struct ib_rdma_wr){
+				.wr = { .wr_id = i, .opcode = IB_WR_RDMA_WRITE,
+					.sg_list = &sge[i], .num_sge = 1,
+					.send_flags = IB_SEND_SIGNALED,
+					.next = i + 1 < batch ?
+						&wr[i + 1].wr : NULL },
+				.remote_addr = e->bdma,
+				.rkey = e->pd->unsafe_global_rkey,
+			};
+		}
+		bad = 0;
+		t0 = ktime_get_ns();
+		for (n = 0; n < nmsg; n += batch) {
+			KUNIT_ASSERT_EQ(test, 0,
+					ib_post_send(e->a, &wr[0].wr, NULL));
+			softmr_qp_run(to_sqp(e->a));
+			for (got = 0; got < batch; ) {
+				int r = ib_poll_cq(e->cq, batch - got, wc);
+
+				KUNIT_ASSERT_GE(test, r, 0);
+				for (i = 0; i < r; i++)
+					bad += wc[i].status != IB_WC_SUCCESS;
+				got += r;
+				if (!r)
+					cond_resched();
+			}
+		}
+		ns = ktime_get_ns() - t0;
+		KUNIT_EXPECT_EQ(test, bad, 0);
+		KUNIT_EXPECT_EQ(test, 0, memcmp(e->abuf, e->bbuf, sizes[k]));
+		kunit_info(test, "bench: engine_write_ns_per_msg %u %llu\n",
+			   sizes[k], div_u64(ns, nmsg));
+	}
+}
+
 static struct kunit_case softmr_bench_cases[] = {
 	KUNIT_CASE(softmr_bench_odp_fault),
 	KUNIT_CASE(softmr_bench_reg_cost),
+	KUNIT_CASE(softmr_bench_msg_cost),
 	{}
 };
 

@@ -151,10 +151,11 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 	if (!stuck && softmr_sq_poll_open(qp)) {
 		/*
 		 * behind other work, then on (softmr_sq_work()); a tick later
-		 * when another task wanted the CPU, so that a head the
-		 * worker cannot run costs a pass a tick, not a busy loop
+		 * when it left for another task without getting anywhere, so
+		 * that a head the worker cannot run costs a pass a tick, not
+		 * a busy loop
 		 */
-		if (contended)
+		if (contended && !progress)
 			softmr_qp_kick_delayed(qp, 1);
 		else
 			softmr_qp_kick(qp);
