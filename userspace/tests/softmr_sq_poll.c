@@ -34,7 +34,7 @@
 #define NMSG	20000
 #define DEPTH	48	/* below make_end()'s 64 send WRs */
 
-static char counter_dir[256];
+static const char *dev;
 
 static long read_long(const char *path)
 {
@@ -58,14 +58,6 @@ static int write_long(const char *path, long v)
 		return -1;
 	ok = fprintf(f, "%ld\n", v) > 0;
 	return fclose(f) || !ok ? -1 : 0;
-}
-
-static long counter(const char *name)
-{
-	char p[320];
-
-	snprintf(p, sizeof(p), "%s/%s", counter_dir, name);
-	return read_long(p);
 }
 
 /*
@@ -138,11 +130,11 @@ static void stream_with(struct end *a, struct ibv_mr *mr, uint8_t *buf,
 	long d0, p0;
 
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld", usecs);
-	d0 = counter("send_doorbells");
-	p0 = counter("sq_polls");
+	d0 = st_counter(dev, "send_doorbells");
+	p0 = st_counter(dev, "sq_polls");
 	*posts = write_stream(a, mr, buf);
-	*doorbells = counter("send_doorbells") - d0;
-	*polls = counter("sq_polls") - p0;
+	*doorbells = st_counter(dev, "send_doorbells") - d0;
+	*polls = st_counter(dev, "sq_polls") - p0;
 }
 
 struct poster {
@@ -438,15 +430,13 @@ out:
 
 int main(int argc, char **argv)
 {
-	const char *dev = argc > 1 ? argv[1] : "softmr0";
 	long usecs, posts, db, polls;
 	struct end a = {}, b = {};
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	int round;
 
-	snprintf(counter_dir, sizeof(counter_dir),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters", dev);
+	dev = argc > 1 ? argv[1] : "softmr0";
 	usecs = read_long(PARAM);
 	if (usecs < 0) {
 		SKIP("no %s: a module without send queue polling", PARAM);
@@ -461,7 +451,8 @@ int main(int argc, char **argv)
 	CHECK(buf != MAP_FAILED && mr, "buffer and MR");
 	if (!mr)
 		return st_finish("softmr_sq_poll");
-	CHECK(counter("send_doorbells") >= 0 && counter("sq_polls") >= 0,
+	CHECK(st_counter(dev, "send_doorbells") >= 0 &&
+	      st_counter(dev, "sq_polls") >= 0,
 	      "counters send_doorbells and sq_polls");
 
 	printf("-- a doorbell per post (sq_poll_usecs=0)\n");

@@ -1530,8 +1530,7 @@ void softmr_qp_doorbell(struct softmr_qp *qp)
  */
 void softmr_qp_kick(struct softmr_qp *qp)
 {
-	if (!READ_ONCE(qp->dying))
-		queue_delayed_work(softmr_engine_wq, &qp->sq_work, 0);
+	softmr_qp_kick_delayed(qp, 0);
 }
 
 /**

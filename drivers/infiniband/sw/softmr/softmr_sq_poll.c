@@ -214,10 +214,7 @@ void softmr_sq_poll(struct softmr_qp *qp)
 				break;
 			idle_end = now + idle_ns;
 		} else if (now > idle_end && !softmr_sq_poll_stop(qp)) {
-			WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
-				   now + SOFTMR_SQ_POLL_BACKOFF_NS);
-			softmr_sq_poll_put(qp);
-			return;
+			break;	/* idle: nothing waits */
 		}
 		if (now > run_end)
 			break;
