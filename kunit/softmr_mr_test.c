@@ -3,7 +3,8 @@
  * KUnit tests of memory registration on real user mappings of the test
  * thread (kunit_vm_mmap()): pinned, iova and zero-based MRs, keys, every
  * registration error, the MR access API, explicit ODP with invalidation by
- * MADV_DONTNEED and munmap, implicit ODP children, advise_mr and rereg.
+ * MADV_DONTNEED and munmap, implicit ODP children, large explicit ODP MRs
+ * on children, advise_mr and rereg.
  */
 
 #include <kunit/test.h>
@@ -615,6 +616,89 @@ static void softmr_test_implicit_empty_children(struct kunit *test)
 	softmr_dereg_mr(&mr->ibmr, NULL);
 }
 
+/*
+ * An explicit ODP MR larger than one child maps its range through
+ * children made on first access and clipped to its pages: registration
+ * allocates no per-page array, data crosses a child boundary intact, and
+ * an munmap releases the children.
+ */
+static void softmr_test_odp_chunked(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt3c");
+	u64 len = SOFTMR_IMPLICIT_CHILD_SIZE + 3 * PAGE_SIZE;
+	u64 map = len + 2 * PAGE_SIZE, iova0 = 1ULL << 40, b, off;
+	u64 children, releases, charged;
+	struct softmr_mr *mr, *small;
+	unsigned long u, va;
+	u8 *buf, *out;
+
+	buf = kunit_kzalloc(test, 256, GFP_KERNEL);
+	out = kunit_kzalloc(test, 256, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	u = kunit_vm_mmap(test, NULL, 0, map, PROT_READ | PROT_WRITE,
+			  MAP_ANONYMOUS | MAP_PRIVATE, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(u));
+	va = u + PAGE_SIZE + 100;
+
+	children = counter(e, SOFTMR_CNT_IMPLICIT_CHILDREN);
+	releases = counter(e, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES);
+	charged = atomic64_read(&e->sdev->odp_pages);
+	mr = reg_ok(test, e, va, len, iova0 + 100, RW | IB_ACCESS_ON_DEMAND);
+	KUNIT_EXPECT_EQ(test, mr->kind, SOFTMR_MR_ODP);
+	KUNIT_EXPECT_TRUE(test, softmr_odp_chunked(mr));
+	KUNIT_EXPECT_TRUE(test, xa_empty(&mr->children));
+	/* the whole range is charged at registration, as for one umem */
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e->sdev->odp_pages) - charged,
+			(ALIGN(va + len, PAGE_SIZE) -
+			 ALIGN_DOWN(va, PAGE_SIZE)) >> PAGE_SHIFT);
+	/* one child's worth or less stays one umem */
+	small = reg_ok(test, e, u, SOFTMR_IMPLICIT_CHILD_SIZE, u,
+		       RW | IB_ACCESS_ON_DEMAND);
+	KUNIT_EXPECT_FALSE(test, softmr_odp_chunked(small));
+	softmr_dereg_mr(&small->ibmr, NULL);
+
+	/* 256 bytes across the first child boundary inside the MR */
+	b = ALIGN(va + 1, SOFTMR_IMPLICIT_CHILD_SIZE);
+	KUNIT_ASSERT_LT(test, b + 128, va + len);
+	off = b - 128 - va;
+	memset(buf, 0x5e, 256);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, iova0 + 100 + off, buf, 256,
+					     SOFTMR_TO_MR,
+					     IB_ACCESS_REMOTE_WRITE), 0);
+	KUNIT_EXPECT_TRUE(test, user_equals(b - 128, buf, 256));
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_IMPLICIT_CHILDREN),
+			children + 2);
+	/* the last byte and the first: each in its clipped child */
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, iova0 + 100 + len - 1, out, 1,
+					     SOFTMR_FROM_MR, 0), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, iova0 + 100, out, 1,
+					     SOFTMR_FROM_MR, 0), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, iova0 + 100 + off, out, 256,
+					     SOFTMR_FROM_MR, 0), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(out, buf, 256), 0);
+	/* bounds are the MR's, not its children's */
+	KUNIT_EXPECT_NE(test, softmr_mr_copy(mr, iova0 + 100 + len - 1, out, 2,
+					     SOFTMR_FROM_MR, 0), 0);
+	KUNIT_EXPECT_EQ(test, advise(e, e->pd,
+				     IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				     IB_UVERBS_ADVISE_MR_FLAG_FLUSH,
+				     mr->ibmr.lkey, iova0 + 100 + len - 64,
+				     128), -EFAULT);
+
+	/* munmap: every child goes, and access fails */
+	KUNIT_ASSERT_EQ(test, vm_munmap(u, map), 0);
+	softmr_odp_flush();
+	KUNIT_EXPECT_TRUE(test, xa_empty(&mr->children));
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES),
+			releases + (counter(e, SOFTMR_CNT_IMPLICIT_CHILDREN) -
+				    children));
+	KUNIT_EXPECT_EQ(test, softmr_mr_copy(mr, iova0 + 100 + off, out, 8,
+					     SOFTMR_FROM_MR, 0), -EFAULT);
+	softmr_dereg_mr(&mr->ibmr, NULL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&e->sdev->odp_pages), charged);
+}
+
 /* Kernel users: a DMA MR reaches memory by the device's DMA addresses. */
 static void softmr_test_dma_mr(struct kunit *test)
 {
@@ -729,6 +813,7 @@ static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_rereg),
 	KUNIT_CASE(softmr_test_rereg_write_repins),
 	KUNIT_CASE(softmr_test_implicit_empty_children),
+	KUNIT_CASE(softmr_test_odp_chunked),
 	KUNIT_CASE(softmr_test_dma_mr),
 	KUNIT_CASE(softmr_test_odp_copy_vs_invalidate),
 	{}

@@ -3,18 +3,22 @@
  * softmr_mr - memory registration as a libibverbs program sees it:
  * ibv_reg_mr(3) flags and errnos, ibv_reg_mr_iova, ZERO_BASED, explicit and
  * implicit ODP, HUGETLB, ibv_advise_mr(3) (sync, async, every errno),
- * ibv_rereg_mr, fork with RDMAV_FORK_SAFE, and the device counters that
- * show faults, prefetches and implicit children.
+ * ibv_rereg_mr, fork with RDMAV_FORK_SAFE, ODP MRs whose process is gone,
+ * and the device counters that show faults, prefetches and implicit
+ * children.
  *
  * usage: softmr_mr [DEVICE]
  *        softmr_mr --hold DEVICE   register pinned, ODP and implicit MRs,
  *                                  queue a large asynchronous prefetch,
  *                                  print "holding" and sleep (to be killed)
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <infiniband/verbs.h>
 
@@ -390,6 +394,92 @@ static void test_fork(struct ibv_pd *pd)
 	munmap(buf, 2 * pg);
 }
 
+/*
+ * The user half of test_dead_mm(), in a grandchild holding the registrar's
+ * uverbs fd after the registrar exited: a prefetch through each ODP MR
+ * must fail with EFAULT.  Exit status: 0, or which MR misbehaved.
+ */
+static int dead_mm_user(pid_t registrar, struct ibv_pd *p, char *mem,
+			struct ibv_mr *big, struct ibv_mr *imp)
+{
+	int i, bad = 0;
+
+	cpu_set_t all, one;
+
+	for (i = 0; i < 1000 && getppid() == registrar; i++)
+		usleep(10000);
+	/*
+	 * An idle CPU keeps the last mm it ran as its lazy one: run on each
+	 * CPU in turn so that the registrar's mm_struct is really dropped.
+	 */
+	usleep(50000);
+	if (!sched_getaffinity(0, sizeof(all), &all)) {
+		for (i = 0; i < CPU_SETSIZE; i++) {
+			if (!CPU_ISSET(i, &all))
+				continue;
+			CPU_ZERO(&one);
+			CPU_SET(i, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			usleep(1000);
+		}
+		sched_setaffinity(0, sizeof(all), &all);
+	}
+	usleep(50000);
+	if (advise1(p, ADV_PW, FLUSH, big->lkey, mem, 4096) != EFAULT)
+		bad |= 1;
+	if (advise1(p, ADV_PW, FLUSH, imp->lkey, mem, 4096) != EFAULT)
+		bad |= 2;
+	return bad;
+}
+
+/*
+ * ODP MRs built on children (implicit, and explicit ones above 16 MiB)
+ * make a child on first access in the registering process's mm.  When
+ * that process is gone but its uverbs fd lives on in a fork, the access
+ * must fail (EFAULT), never reach a freed mm_struct or another process's
+ * memory in its place (the debug kernel's KASAN would report it).
+ */
+static void test_dead_mm(void)
+{
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND;
+	size_t len = 64UL << 20;
+	pid_t pid, user = -1;
+	int st = -1, ust = -1;
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
+		CHECK(0, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct ibv_context *c = st_open_dev(dev_name);
+		struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+		char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ibv_mr *big = NULL, *imp = NULL;
+		pid_t me = getpid();
+
+		if (p && mem != MAP_FAILED) {
+			big = ibv_reg_mr(p, mem, len, acc);
+			imp = ibv_reg_mr(p, NULL, SIZE_MAX, acc);
+		}
+		if (!big || !imp)
+			_exit(100);
+		if (fork() == 0)
+			_exit(dead_mm_user(me, p, mem, big, imp));
+		_exit(0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "registrar: 64 MiB ODP and implicit MRs (status %d)",
+	      st);
+	if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		user = waitpid(-1, &ust, 0);
+	CHECK(user > 0 && WIFEXITED(ust) && WEXITSTATUS(ust) == 0,
+	      "prefetch after the registrar exited: EFAULT through both MRs (status %d: 1 explicit, 2 implicit wrong)",
+	      WIFEXITED(ust) ? WEXITSTATUS(ust) : -1);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
 static int hold(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	int odp = st_has_odp(ctx, pd);
@@ -460,6 +550,7 @@ int main(int argc, char **argv)
 		test_odp(ctx, pd);
 		test_implicit(pd);
 		test_hugetlb(pd);
+		test_dead_mm();
 	} else {
 		SKIP("ODP, implicit ODP, HUGETLB: no ODP on this kernel");
 	}

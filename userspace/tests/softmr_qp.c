@@ -604,6 +604,36 @@ out:
 		ibv_close_device(ctx2);
 }
 
+/*
+ * An explicit ODP MR larger than one 16 MiB child is mapped through
+ * children made on first access: every RC operation on a buffer with a
+ * child boundary inside the scatter list of its first SEND.
+ */
+static void test_rc_ops_chunked(void)
+{
+	size_t child = 16UL << 20, len = 3 * child;
+	uint8_t *big, *bbuf;
+	struct ibv_mr *odp;
+	uintptr_t edge;
+
+	big = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(big != MAP_FAILED, "48 MiB mapping");
+	if (big == MAP_FAILED)
+		return;
+	edge = ((uintptr_t)big + BUF + child - 1) & ~(child - 1);
+	bbuf = (uint8_t *)edge - BUF / 2 - 2504;
+	odp = ibv_reg_mr(pd, big, len, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND);
+	CHECK(odp != NULL, "48 MiB explicit ODP MR: %s", strerror(errno));
+	if (odp) {
+		test_rc_ops(odp, bbuf, "48 MiB explicit ODP");
+		CHECK(!ibv_dereg_mr(odp), "dereg 48 MiB ODP MR");
+	}
+	munmap(big, len);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "softmr0";
@@ -667,6 +697,7 @@ int main(int argc, char **argv)
 		test_rc_ops(imp, buf, "implicit ODP");
 		ibv_dereg_mr(imp);
 	}
+	test_rc_ops_chunked();
 out:
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -59,7 +59,10 @@
 /* MR keys: index << 8 | key, both random; index 0 is never used */
 #define SOFTMR_MR_INDEX_BITS	24
 #define SOFTMR_MR_KEY_BITS	8
-/* Implicit ODP MRs map the address space in children of this size. */
+/*
+ * Implicit ODP MRs map the address space in children of this size, and
+ * explicit ODP MRs larger than one child map their range the same way.
+ */
 #define SOFTMR_IMPLICIT_CHILD_SHIFT	24		/* 16 MiB */
 #define SOFTMR_IMPLICIT_CHILD_SIZE	BIT(SOFTMR_IMPLICIT_CHILD_SHIFT)
 #define SOFTMR_GID_TBL_LEN	1024
@@ -364,11 +367,12 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @mw_closed: dereg or rereg started: no window may bind
  * @key: the key that reaches this MR now (softmr_mr_get()): its lkey; for
  *	fast-registration MRs the key of the last REG_MR, or 0 while invalid
- * @odp: explicit ODP umem, or the implicit root
- * @children: implicit: struct softmr_odp_child by chunk index
- * @imp_lock: implicit: serialises child creation, use and release
- * @imp_spin: implicit: guards @imp_dying against queued releases
- * @imp_dying: implicit: deregistration started, release no child
+ * @odp: explicit ODP umem, or the root of a chunked ODP MR (implicit, or
+ *	explicit and larger than one child: softmr_odp_chunked())
+ * @children: chunked ODP: struct softmr_odp_child by chunk index
+ * @imp_lock: chunked ODP: serialises child creation, use and release
+ * @imp_spin: chunked ODP: guards @imp_dying against queued releases
+ * @imp_dying: chunked ODP: deregistration started, release no child
  * @imp_children: implicit: children now; under @imp_lock
  * @odp_charged: explicit ODP: pages charged by softmr_odp_charge()
  * @users: references: one for the registration, one per lookup
@@ -1028,11 +1032,26 @@ static inline int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf,
 }
 
 /* softmr_odp.c: on-demand paging, implicit children, advise_mr */
+
+/**
+ * softmr_odp_chunked() - does an ODP MR map its range through children?
+ * @mr: the MR
+ *
+ * Return: true for implicit ODP MRs and for explicit ones built on an
+ * implicit root (softmr_odp_init_chunked()).
+ */
+static inline bool softmr_odp_chunked(const struct softmr_mr *mr)
+{
+	return mr->kind == SOFTMR_MR_IMPLICIT ||
+	       (mr->kind == SOFTMR_MR_ODP && mr->odp->is_implicit_odp);
+}
+
 extern const struct mmu_interval_notifier_ops softmr_odp_ops;
 int softmr_odp_init_implicit(struct softmr_mr *mr);
+int softmr_odp_init_chunked(struct softmr_mr *mr);
 int softmr_odp_charge(struct softmr_dev *sdev, u64 npages);
 void softmr_odp_uncharge(struct softmr_dev *sdev, u64 npages);
-void softmr_odp_release_implicit(struct softmr_mr *mr);
+void softmr_odp_release_chunked(struct softmr_mr *mr);
 int softmr_odp_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		    enum softmr_copy_dir dir);
 int softmr_advise_mr(struct ib_pd *ibpd,

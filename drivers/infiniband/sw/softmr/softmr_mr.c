@@ -258,10 +258,11 @@ static void softmr_mr_release(struct softmr_mr *mr)
 		ib_umem_release(mr->umem);
 		break;
 	case SOFTMR_MR_ODP:
-		ib_umem_odp_release(mr->odp);
-		break;
 	case SOFTMR_MR_IMPLICIT:
-		softmr_odp_release_implicit(mr);
+		if (softmr_odp_chunked(mr))
+			softmr_odp_release_chunked(mr);
+		else
+			ib_umem_odp_release(mr->odp);
 		break;
 	case SOFTMR_MR_DMABUF:
 		softmr_dmabuf_release(mr);
@@ -451,14 +452,28 @@ static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
 	if (err)
 		return err;
 	mr->odp_charged = npages;
-	odp = ib_umem_odp_get(&mr->sdev->ibdev, start, length, mr->access,
-			      &softmr_odp_ops);
-	if (IS_ERR(odp))
-		return PTR_ERR(odp);
-	mr->odp = odp;
-	mr->umem = &odp->umem;
-	mr->kind = SOFTMR_MR_ODP;
-	return 0;
+	/*
+	 * Larger than one child: map the range through children, made on
+	 * first access, rather than allocate its per-page arrays here.
+	 * HUGETLB needs one umem of huge pages; a range ending above user
+	 * space faults nowhere either way.
+	 */
+	if (length > SOFTMR_IMPLICIT_CHILD_SIZE &&
+	    !(mr->access & IB_ACCESS_HUGETLB) && start + length <= TASK_SIZE) {
+		err = softmr_odp_init_chunked(mr);
+	} else {
+		odp = ib_umem_odp_get(&mr->sdev->ibdev, start, length,
+				      mr->access, &softmr_odp_ops);
+		err = PTR_ERR_OR_ZERO(odp);
+		if (!err) {
+			mr->odp = odp;
+			mr->umem = &odp->umem;
+		}
+	}
+	/* the kind says mr->odp is set (softmr_mr_release()) */
+	if (!err)
+		mr->kind = SOFTMR_MR_ODP;
+	return err;
 }
 
 static bool softmr_is_implicit(u64 start, u64 length, int access)

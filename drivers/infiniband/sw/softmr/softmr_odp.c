@@ -21,6 +21,12 @@
  * mapped page.  One MR has at most implicit_max_children at a time: each
  * costs ib_core's per-page arrays (16 bytes a page), which no memory
  * cgroup is charged for.
+ *
+ * An explicit ODP MR larger than one child is built the same way ("chunked",
+ * softmr_odp_chunked()): an implicit root and children clipped to the MR's
+ * pages, so that registering 1 GiB does not allocate and clear 4 MiB of
+ * per-page arrays up front.  Its registration charged its whole range, so
+ * its children are neither charged again nor capped.
  */
 
 #include <linux/hmm.h>
@@ -36,6 +42,8 @@
 
 /* Pages faulted and copied under one hold of umem_mutex at most. */
 #define SOFTMR_ODP_CHUNK	(256UL << PAGE_SHIFT)
+/* aligned chunks must never cross a child (softmr_odp_span_get()) */
+static_assert(SOFTMR_ODP_CHUNK <= SOFTMR_IMPLICIT_CHILD_SIZE);
 
 static struct workqueue_struct *softmr_odp_wq;
 
@@ -122,12 +130,40 @@ void softmr_odp_uncharge(struct softmr_dev *sdev, u64 npages)
 
 #define SOFTMR_CHILD_PAGES	(SOFTMR_IMPLICIT_CHILD_SIZE >> PAGE_SHIFT)
 
+/*
+ * Are @mr's children charged one by one?  An explicit chunked MR's were
+ * charged with its range at registration.
+ */
+static bool softmr_odp_child_charged(const struct softmr_mr *mr)
+{
+	return mr->kind == SOFTMR_MR_IMPLICIT;
+}
+
+/*
+ * The pages child @index maps: its chunk, within the pages of an explicit
+ * MR's range (which softmr_mr_init_odp() keeps below TASK_SIZE).
+ */
+static void softmr_odp_child_range(const struct softmr_mr *mr,
+				   unsigned long index, u64 *start, u64 *size)
+{
+	u64 lo = (u64)index << SOFTMR_IMPLICIT_CHILD_SHIFT;
+	u64 hi = lo + SOFTMR_IMPLICIT_CHILD_SIZE;
+
+	if (mr->kind == SOFTMR_MR_ODP) {
+		lo = max_t(u64, lo, ALIGN_DOWN(mr->va, PAGE_SIZE));
+		hi = min_t(u64, hi, ALIGN(mr->va + mr->length, PAGE_SIZE));
+	}
+	*start = lo;
+	*size = hi - lo;
+}
+
 /* Free a child whose umem nothing uses any more. */
 static void softmr_odp_child_free(struct softmr_mr *mr,
 				  struct softmr_odp_child *child)
 {
 	ib_umem_odp_release(child->odp);
-	softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
+	if (softmr_odp_child_charged(mr))
+		softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
 	softmr_count(mr->sdev, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES, 1);
 	kfree(child);
 }
@@ -222,7 +258,7 @@ static bool softmr_odp_child_empty(struct softmr_odp_child *child)
 
 /*
  * The whole release runs under parent->imp_lock, so that
- * softmr_odp_release_implicit() needs nothing but that lock and each
+ * softmr_odp_release_chunked() needs nothing but that lock and each
  * child's own work to know no release is in flight.
  */
 static void softmr_odp_child_release_work(struct work_struct *work)
@@ -248,16 +284,29 @@ static void softmr_odp_child_release_work(struct work_struct *work)
 		/* waits for invalidations in flight, which may use @child */
 		softmr_odp_child_free(mr, child);
 	}
+	/*
+	 * Once @child is gone, deregistration no longer waits for this work
+	 * (cancel_work_sync() of its children), only for imp_lock, which a
+	 * mutex_unlock() may still touch after a waiter took it: the MR is
+	 * freed by kfree_rcu(), so an RCU read section keeps it until then.
+	 */
+	rcu_read_lock();
 	mutex_unlock(&mr->imp_lock);
+	rcu_read_unlock();
 }
 
-/* Find or create the child that maps @va, and mark it in use. */
+/*
+ * Find or create the child that maps user address @va (inside the MR's
+ * range for an explicit MR), and mark it in use.
+ */
 static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 						     u64 va)
 {
 	unsigned long index = va >> SOFTMR_IMPLICIT_CHILD_SHIFT;
+	bool charged = softmr_odp_child_charged(mr);
 	struct softmr_odp_child *child;
 	struct ib_umem_odp *odp;
+	u64 start, size;
 	int err;
 
 	if (va >= TASK_SIZE)
@@ -268,13 +317,15 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 	if (child)
 		goto found;
 
-	if (mr->imp_children >= READ_ONCE(implicit_max_children)) {
-		err = -ENOMEM;
-		goto err_unlock;
+	if (charged) {
+		if (mr->imp_children >= READ_ONCE(implicit_max_children)) {
+			err = -ENOMEM;
+			goto err_unlock;
+		}
+		err = softmr_odp_charge(mr->sdev, SOFTMR_CHILD_PAGES);
+		if (err)
+			goto err_unlock;
 	}
-	err = softmr_odp_charge(mr->sdev, SOFTMR_CHILD_PAGES);
-	if (err)
-		goto err_unlock;
 	child = kzalloc(sizeof(*child), GFP_KERNEL_ACCOUNT);
 	if (!child) {
 		err = -ENOMEM;
@@ -288,9 +339,8 @@ static struct softmr_odp_child *softmr_odp_child_get(struct softmr_mr *mr,
 	 * notifier queues no release: an error below frees it at once.
 	 */
 	child->releasing = true;
-	odp = ib_umem_odp_alloc_child(mr->odp,
-				      index << SOFTMR_IMPLICIT_CHILD_SHIFT,
-				      SOFTMR_IMPLICIT_CHILD_SIZE,
+	softmr_odp_child_range(mr, index, &start, &size);
+	odp = ib_umem_odp_alloc_child(mr->odp, start, size,
 				      &softmr_odp_child_ops);
 	if (IS_ERR(odp)) {
 		err = PTR_ERR(odp);
@@ -316,7 +366,8 @@ err_release:
 err_free:
 	kfree(child);
 err_uncharge:
-	softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
+	if (charged)
+		softmr_odp_uncharge(mr->sdev, SOFTMR_CHILD_PAGES);
 err_unlock:
 	mutex_unlock(&mr->imp_lock);
 	return ERR_PTR(err);
@@ -348,19 +399,44 @@ int softmr_odp_init_implicit(struct softmr_mr *mr)
 {
 	struct ib_umem_odp *root;
 
+	if (!current->mm)
+		return -EINVAL;
 	root = ib_umem_odp_alloc_implicit(&mr->sdev->ibdev, mr->access);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
+	/*
+	 * ib_core's implicit root records current->mm without a reference,
+	 * and ib_umem_odp_alloc_child() expects one: without it a child made
+	 * after the process exited or exec'd (the fd lives on in a fork)
+	 * would use a freed mm_struct, or another process's in its place.
+	 * Held until softmr_odp_release_chunked().
+	 */
+	mmgrab(root->umem.owning_mm);
 	mr->odp = root;
 	mr->umem = &root->umem;
 	return 0;
 }
 
 /**
- * softmr_odp_release_implicit() - release an implicit MR's children and root
+ * softmr_odp_init_chunked() - set up a large explicit ODP MR on children
+ * @mr: the MR (kind SOFTMR_MR_ODP; access, va and length set, the range
+ *	charged and below TASK_SIZE)
+ *
+ * Registration then costs what an implicit MR's does; each child's
+ * per-page arrays are allocated on the first access to its chunk.
+ *
+ * Return: 0 or a negative errno.
+ */
+int softmr_odp_init_chunked(struct softmr_mr *mr)
+{
+	return softmr_odp_init_implicit(mr);
+}
+
+/**
+ * softmr_odp_release_chunked() - release a chunked MR's children and root
  * @mr: the MR, no longer reachable by key and with no user left
  */
-void softmr_odp_release_implicit(struct softmr_mr *mr)
+void softmr_odp_release_chunked(struct softmr_mr *mr)
 {
 	struct softmr_odp_child *child;
 	unsigned long index;
@@ -382,8 +458,19 @@ void softmr_odp_release_implicit(struct softmr_mr *mr)
 		xa_erase(&mr->children, index);
 		softmr_odp_child_free(mr, child);
 	}
-	if (mr->odp)
+	if (mr->odp) {
+		struct mm_struct *mm = mr->odp->umem.owning_mm;
+
 		ib_umem_odp_release(mr->odp);
+		mmdrop(mm);
+	}
+}
+
+/* The user address of an ODP MR's @iova: implicit MRs' iova is the address. */
+static u64 softmr_odp_va(const struct softmr_mr *mr, u64 iova)
+{
+	return mr->kind == SOFTMR_MR_IMPLICIT ? iova :
+	       mr->va + (iova - mr->iova);
 }
 
 /* Under umem_mutex: is every page of [va, va + len) mapped for @need? */
@@ -494,14 +581,13 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 			bool write)
 {
 	struct softmr_mr *mr = s->mr;
-	u64 va = mr->kind == SOFTMR_MR_IMPLICIT ? iova :
-		 mr->va + (iova - mr->iova);
+	u64 va = softmr_odp_va(mr, iova);
 	u64 n = softmr_odp_chunk(va, *len);
 	int err;
 
 	s->need = SOFTMR_ODP_READ | (write ? SOFTMR_ODP_WRITE : 0);
 	s->va_off = va - iova;
-	if (mr->kind == SOFTMR_MR_IMPLICIT) {
+	if (softmr_odp_chunked(mr)) {
 		/* chunks are aligned, so one never crosses a child */
 		s->child = softmr_odp_child_get(mr, va);
 		if (IS_ERR(s->child)) {
@@ -581,12 +667,12 @@ void softmr_odp_span_put(struct softmr_span *s)
 	s->odp = NULL;
 }
 
-/* Run @fn on each implicit child chunk of [va, va + len). */
-static int softmr_implicit_for_each(struct softmr_mr *mr, u64 va, u64 len,
-				    int (*fn)(struct softmr_mr *mr,
-					      struct ib_umem_odp *odp, u64 va,
-					      u64 len, void *arg),
-				    void *arg)
+/* Run @fn on each child chunk of user range [va, va + len). */
+static int softmr_chunks_for_each(struct softmr_mr *mr, u64 va, u64 len,
+				  int (*fn)(struct softmr_mr *mr,
+					    struct ib_umem_odp *odp, u64 va,
+					    u64 len, void *arg),
+				  void *arg)
 {
 	while (len) {
 		u64 end = (va | (SOFTMR_IMPLICIT_CHILD_SIZE - 1)) + 1;
@@ -638,12 +724,12 @@ int softmr_odp_copy(struct softmr_mr *mr, u64 iova, void *buf, u64 len,
 		    enum softmr_copy_dir dir)
 {
 	struct softmr_copy_arg c = { .buf = buf, .dir = dir };
+	u64 va = softmr_odp_va(mr, iova);
 
-	if (mr->kind == SOFTMR_MR_IMPLICIT)
-		return softmr_implicit_for_each(mr, iova, len,
-						softmr_child_copy, &c);
-	return softmr_umem_copy(mr->sdev, mr->odp, mr->va + (iova - mr->iova),
-				buf, len, dir);
+	if (softmr_odp_chunked(mr))
+		return softmr_chunks_for_each(mr, va, len, softmr_child_copy,
+					      &c);
+	return softmr_umem_copy(mr->sdev, mr->odp, va, buf, len, dir);
 }
 
 /* Prefetch: map (and fault unless NO_FAULT) one umem range. */
@@ -680,14 +766,14 @@ static int softmr_prefetch_mr(struct softmr_mr *mr, u64 iova, u64 len,
 			      enum ib_uverbs_advise_mr_advice advice)
 {
 	void *arg = (void *)(uintptr_t)advice;
+	u64 va = softmr_odp_va(mr, iova);
 
 	if (!len)
 		return 0;
-	if (mr->kind == SOFTMR_MR_IMPLICIT)
-		return softmr_implicit_for_each(mr, iova, len,
-						softmr_prefetch_umem, arg);
-	return softmr_prefetch_umem(mr, mr->odp, mr->va + (iova - mr->iova),
-				    len, arg);
+	if (softmr_odp_chunked(mr))
+		return softmr_chunks_for_each(mr, va, len,
+					      softmr_prefetch_umem, arg);
+	return softmr_prefetch_umem(mr, mr->odp, va, len, arg);
 }
 
 /**

@@ -118,7 +118,7 @@ int softmr_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	if (rdma_nl_put_driver_string(msg, "kind",
 				      softmr_mr_kind_names[mr->kind]))
 		goto err;
-	if (mr->kind == SOFTMR_MR_ODP &&
+	if (mr->kind == SOFTMR_MR_ODP && !softmr_odp_chunked(mr) &&
 	    rdma_nl_put_driver_u64(msg, "mapped_pages",
 				   READ_ONCE(mr->odp->npages)))
 		goto err;
@@ -128,7 +128,8 @@ int softmr_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	     rdma_nl_put_driver_u32(msg, "mapped",
 				    READ_ONCE(mr->dmabuf_mapped))))
 		goto err;
-	if (mr->kind == SOFTMR_MR_IMPLICIT) {
+	/* chunked ODP: children only, which a release may free meanwhile */
+	if (softmr_odp_chunked(mr)) {
 		xa_for_each(&mr->children, index, child)
 			children++;
 		if (rdma_nl_put_driver_u64(msg, "children", children))
