@@ -153,6 +153,8 @@ struct softmr_counters {
  * @dm_mem: device memory, physically contiguous
  * @dm_size: its size (max_dm_size)
  * @wire: on the wire (softmr_net.c): UD datagrams to other hosts
+ * @force_wire: traffic to softmr devices on this host takes the wire too
+ *	(sysfs force_wire, for testing: softmr_wire_takes())
  * @wire_net: the network namespace whose socket it uses (NULL: detached)
  * @wire_entry: in that namespace's list of wire devices
  * @wire_rxq: received packets waiting for @wire_rx_work (queued under the
@@ -198,6 +200,7 @@ struct softmr_dev {
 	void *dm_mem;
 	size_t dm_size;
 	bool wire;
+	bool force_wire;
 	struct net *wire_net;
 	struct list_head wire_entry;
 	struct sk_buff_head wire_rxq;
@@ -868,6 +871,8 @@ struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size);
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 		     const struct softmr_av *av, u16 sport);
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
+bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av);
+extern const struct attribute_group softmr_dev_attr_group;
 /* received packets a wire device holds for its worker at most */
 #define SOFTMR_WIRE_RXQ_MAX	1024
 bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad);

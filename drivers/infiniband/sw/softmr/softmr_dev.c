@@ -70,7 +70,11 @@ static bool softmr_netdev_has_addr(struct net_device *ndev, __be32 addr)
  * @bad: 0 for a packet to queue, else the counter to count it in
  *
  * Softirq context.  The device is the one on the netdev the packet came
- * in on (a softmr device on the wire), which has @daddr.  Everything happens
+ * in on (a softmr device on the wire), which has @daddr.  A packet the IP
+ * stack delivered through the loopback device was sent on this host: it
+ * goes to the wire device of the same namespace whose netdev has @daddr,
+ * if that device has force_wire set (softmr_wire_takes()), else nowhere.
+ * Everything happens
  * under the device list lock and takes no device reference:
  * softmr_dealloc_driver() takes the device off the list under the same
  * lock before it stops the worker and empties the queue, so nothing is
@@ -83,7 +87,8 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 {
 	struct softmr_dev *sdev;
 	unsigned long flags;
-	bool queued = false, ours;
+	bool loop = skb->dev->flags & IFF_LOOPBACK;
+	bool queued = false;
 
 	/*
 	 * The netdev's own IPv4 addresses are its RoCE v2 IPv4 GIDs; no GID
@@ -91,13 +96,17 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 	 * dropped in softirq while the device goes away).
 	 */
 	rcu_read_lock();
-	ours = softmr_netdev_has_addr(skb->dev, daddr);
-	rcu_read_unlock();
-	if (!ours)
-		return false;
+	if (!loop && !softmr_netdev_has_addr(skb->dev, daddr))
+		goto unlock_rcu;
 	spin_lock_irqsave(&softmr_dev_list_lock, flags);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
-		if (sdev->ndev != skb->dev || !READ_ONCE(sdev->wire))
+		if (!READ_ONCE(sdev->wire))
+			continue;
+		if (!loop && sdev->ndev != skb->dev)
+			continue;
+		if (loop && (!READ_ONCE(sdev->force_wire) ||
+			     !net_eq(dev_net(sdev->ndev), dev_net(skb->dev)) ||
+			     !softmr_netdev_has_addr(sdev->ndev, daddr)))
 			continue;
 		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
 			    SOFTMR_WIRE_RXQ_MAX)
@@ -112,8 +121,54 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 		break;
 	}
 	spin_unlock_irqrestore(&softmr_dev_list_lock, flags);
+unlock_rcu:
+	rcu_read_unlock();
 	return queued;
 }
+
+static ssize_t force_wire_show(struct device *device,
+			       struct device_attribute *attr, char *buf)
+{
+	struct softmr_dev *sdev = rdma_device_to_drv_device(device,
+							    struct softmr_dev,
+							    ibdev);
+
+	return sysfs_emit(buf, "%d\n", READ_ONCE(sdev->force_wire));
+}
+
+static ssize_t force_wire_store(struct device *device,
+				struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct softmr_dev *sdev = rdma_device_to_drv_device(device,
+							    struct softmr_dev,
+							    ibdev);
+	bool on;
+	int err;
+
+	err = kstrtobool(buf, &on);
+	if (err)
+		return err;
+	WRITE_ONCE(sdev->force_wire, on);
+	return count;
+}
+
+/*
+ * force_wire (root only): traffic from this device to softmr devices on
+ * this host takes the wire rather than the local one-copy path, when the
+ * device is on the wire (wire=1, a netdev that is not loopback).  Set it on
+ * both ends.  Connections choose their path when they reach RTR.
+ */
+static DEVICE_ATTR_RW(force_wire);
+
+static struct attribute *softmr_dev_attrs[] = {
+	&dev_attr_force_wire.attr,
+	NULL
+};
+
+const struct attribute_group softmr_dev_attr_group = {
+	.attrs = softmr_dev_attrs,
+};
 
 /**
  * softmr_dev_try_get() - reference a device known by pointer and index

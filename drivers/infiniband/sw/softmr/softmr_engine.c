@@ -1078,15 +1078,14 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 		return IB_WC_LOC_QP_OP_ERR;
 	if (req->len > ib_mtu_enum_to_int(IB_MTU_4096))
 		return IB_WC_LOC_LEN_ERR;
-	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
-				    wqe->wr.ud.remote_qpn);
-	req->peer = peer;
 	qkey = wqe->wr.ud.remote_qkey;
 	if (qkey & 0x80000000)
 		qkey = qp->attr.qkey;
-	if (!peer && softmr_wire_reaches(qp->sdev, &req->av) &&
-	    !softmr_gid_is_local(&req->av.dgid))
+	if (softmr_wire_takes(qp->sdev, &req->av))
 		return softmr_wire_send_ud(req, qkey);
+	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
+				    wqe->wr.ud.remote_qpn);
+	req->peer = peer;
 	if (!peer) {	/* nobody there: the datagram is lost */
 		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
 		return IB_WC_SUCCESS;

@@ -327,8 +327,14 @@ struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size)
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 		     const struct softmr_av *av, u16 sport)
 {
+	/*
+	 * Out through the device's netdev; with force_wire the routing table
+	 * decides, so that an address of this host is reached through the
+	 * loopback device (bound to our netdev, it would leave through it)
+	 */
 	struct flowi4 fl = {
-		.flowi4_oif = sdev->ndev->ifindex,
+		.flowi4_oif = READ_ONCE(sdev->force_wire) ? 0 :
+			      sdev->ndev->ifindex,
 		.flowi4_proto = IPPROTO_UDP,
 	};
 	unsigned int len = skb->len;
@@ -395,6 +401,25 @@ bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 	       av->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
 	       ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw) &&
 	       ipv6_addr_v4mapped((const struct in6_addr *)av->sgid.raw);
+}
+
+/**
+ * softmr_wire_takes() - does traffic from @sdev to @av go out on the wire?
+ * @sdev: the sending device
+ * @av: a destination
+ *
+ * The wire carries what it reaches (softmr_wire_reaches()) unless a
+ * softmr device on this host owns the destination GID: then the local
+ * one-copy path does, except from a device with force_wire set, which
+ * sends even those through its netdev's UDP socket (the IP stack delivers
+ * them back through the loopback device: softmr_dev_wire_rx()).
+ *
+ * Return: true for the wire.
+ */
+bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av)
+{
+	return softmr_wire_reaches(sdev, av) &&
+	       (READ_ONCE(sdev->force_wire) || !softmr_gid_is_local(&av->dgid));
 }
 
 /**

@@ -258,6 +258,7 @@ const struct ib_device_ops softmr_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SOFTMR_UVERBS_ABI_VERSION,
+	.device_group = &softmr_dev_attr_group,
 
 	.advise_mr = softmr_advise_mr,
 	.alloc_dm = softmr_alloc_dm,

@@ -118,12 +118,11 @@ free:
 	return qp->wire ? 0 : -ENOMEM;
 }
 
-/* Does a connection to @av leave this host? */
+/* Does a connection to @av take the wire? */
 static bool softmr_wire_conn_remote(struct softmr_qp *qp,
 				    const struct softmr_av *av)
 {
-	return softmr_wire_reaches(qp->sdev, av) &&
-	       !softmr_gid_is_local(&av->dgid);
+	return softmr_wire_takes(qp->sdev, av);
 }
 
 /**

@@ -322,9 +322,13 @@ static void softmr_wire_req_retire(struct softmr_wire_conn *wc)
 		if (w->resp)
 			wc->resp_out--;
 		wc->head++;
+		/*
+		 * the slot first: a poller who sees the completion may post
+		 * into it at once (w->wqe is the window's own copy)
+		 */
+		softmr_wq_retire(&qp->sq);
 		softmr_send_complete(qp, w->wqe, w->status,
 				     w->status == IB_WC_SUCCESS ? (u32)w->len : 0);
-		softmr_wq_retire(&qp->sq);
 		if (w->status != IB_WC_SUCCESS) {
 			softmr_qp_set_error(qp);
 			break;
@@ -653,9 +657,9 @@ void softmr_wire_req_flush(struct softmr_wire_conn *wc)
 		enum ib_wc_status st = w->done ? w->status : IB_WC_WR_FLUSH_ERR;
 
 		wc->head++;
+		softmr_wq_retire(&qp->sq);
 		softmr_send_complete(qp, w->wqe, st,
 				     st == IB_WC_SUCCESS ? (u32)w->len : 0);
-		softmr_wq_retire(&qp->sq);
 	}
 	wc->resp_out = 0;
 	wc->timer_on = false;
