@@ -869,9 +869,10 @@ void softmr_wire_rx_work(struct work_struct *work);
 void softmr_wire_queue_rx(struct softmr_dev *sdev);
 struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size);
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
-		     const struct softmr_av *av, u16 sport);
+		     const struct softmr_av *av, u16 sport, bool by_table);
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
-bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av);
+bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av,
+		       bool *forced);
 extern const struct attribute_group softmr_dev_attr_group;
 /* received packets a wire device holds for its worker at most */
 #define SOFTMR_WIRE_RXQ_MAX	1024
@@ -961,7 +962,6 @@ bool softmr_sq_process(struct softmr_qp *qp);
 bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 			      bool *blocked);
 extern const u32 softmr_rnr_usecs[32];
-bool softmr_gid_is_local(const union ib_gid *gid);
 struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
 				     u64 addr, u64 len, int access, u32 *key);
 bool softmr_qp_receives(struct softmr_qp *qp);

@@ -81,7 +81,7 @@ static bool softmr_netdev_has_addr(struct net_device *ndev, __be32 addr)
  * queued after that (and a remote sender cannot hold the device).
  *
  * Return: true when @skb was queued; false when the caller frees it
- * (counted, unless no wire device here has @daddr).
+ * (counted, unless no wire device here takes it).
  */
 bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 {
@@ -105,7 +105,8 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 		if (!loop && sdev->ndev != skb->dev)
 			continue;
 		if (loop && (!READ_ONCE(sdev->force_wire) ||
-			     !net_eq(dev_net(sdev->ndev), dev_net(skb->dev)) ||
+			     !net_eq(dev_net_rcu(sdev->ndev),
+				     dev_net_rcu(skb->dev)) ||
 			     !softmr_netdev_has_addr(sdev->ndev, daddr)))
 			continue;
 		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
@@ -115,6 +116,8 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 			softmr_count(sdev, bad, 1);
 			break;
 		}
+		/* the loopback device is not held; ours is */
+		skb->dev = sdev->ndev;
 		skb_queue_tail(&sdev->wire_rxq, skb);
 		softmr_wire_queue_rx(sdev);
 		queued = true;

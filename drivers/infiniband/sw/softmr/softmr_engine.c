@@ -681,24 +681,14 @@ put:
 	return ret;
 }
 
-/* Does a softmr device on this host own @gid (then nothing goes out)? */
-bool softmr_gid_is_local(const union ib_gid *gid)
-{
-	struct softmr_dev *sdev = softmr_dev_get_by_gid(gid);
-
-	if (!sdev)
-		return false;
-	ib_device_put(&sdev->ibdev);
-	return true;
-}
-
 /*
  * A UD datagram to another host (softmr_wire_reaches()): one RoCEv2 UD
  * SEND ONLY packet, the payload gathered from the local SGL (or inline).
  * Unreliable: sent or lost, the WQE completes successfully; a local
  * protection error in the gather fails it.
  */
-static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey)
+static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
+					     bool by_table)
 {
 	struct softmr_send_wqe *wqe = req->wqe;
 	struct softmr_qp *qp = req->qp;
@@ -753,7 +743,7 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey)
 	memset(p, 0, pkt.pad);
 	/* RoCEv2's UDP source port spreads flows: one per source QP */
 	if (softmr_wire_xmit(qp->sdev, skb, &req->av,
-			     0xc000 | (qp->ibqp.qp_num & 0x3fff)))
+			     0xc000 | (qp->ibqp.qp_num & 0x3fff), by_table))
 		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);
 	return IB_WC_SUCCESS;
 }
@@ -1056,6 +1046,7 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	unsigned long flags;
 	u32 qkey, dqpn, sq_psn;
 	u64 rtr_serial;
+	bool forced;
 
 	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
 		spin_lock_irqsave(&qp->state_lock, flags);
@@ -1081,10 +1072,16 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	qkey = wqe->wr.ud.remote_qkey;
 	if (qkey & 0x80000000)
 		qkey = qp->attr.qkey;
-	if (softmr_wire_takes(qp->sdev, &req->av))
-		return softmr_wire_send_ud(req, qkey);
-	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
-				    wqe->wr.ud.remote_qpn);
+	/* a local peer first, unless force_wire may send even to it */
+	peer = NULL;
+	if (!READ_ONCE(qp->sdev->force_wire))
+		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
+					    wqe->wr.ud.remote_qpn);
+	if (!peer && softmr_wire_takes(qp->sdev, &req->av, &forced))
+		return softmr_wire_send_ud(req, qkey, forced);
+	if (!peer)
+		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
+					    wqe->wr.ud.remote_qpn);
 	req->peer = peer;
 	if (!peer) {	/* nobody there: the datagram is lost */
 		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);

@@ -321,20 +321,17 @@ struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size)
  * @skb: the transport packet (consumed, whatever happens)
  * @av: source and destination (IPv4 RoCEv2 GIDs)
  * @sport: UDP source port
+ * @by_table: routed by the routing table rather than out of the device's
+ *	netdev: force_wire chose the wire (softmr_wire_takes()), and an
+ *	address of this host is reached through the loopback device
  *
  * Return: 0, or -EHOSTUNREACH without a route.
  */
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
-		     const struct softmr_av *av, u16 sport)
+		     const struct softmr_av *av, u16 sport, bool by_table)
 {
-	/*
-	 * Out through the device's netdev; with force_wire the routing table
-	 * decides, so that an address of this host is reached through the
-	 * loopback device (bound to our netdev, it would leave through it)
-	 */
 	struct flowi4 fl = {
-		.flowi4_oif = READ_ONCE(sdev->force_wire) ? 0 :
-			      sdev->ndev->ifindex,
+		.flowi4_oif = by_table ? 0 : sdev->ndev->ifindex,
 		.flowi4_proto = IPPROTO_UDP,
 	};
 	unsigned int len = skb->len;
@@ -407,19 +404,36 @@ bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
  * softmr_wire_takes() - does traffic from @sdev to @av go out on the wire?
  * @sdev: the sending device
  * @av: a destination
+ * @forced: set when force_wire chose the wire (pass it to
+ *	softmr_wire_xmit() as by_table: the flag may change meanwhile)
  *
  * The wire carries what it reaches (softmr_wire_reaches()) unless a
  * softmr device on this host owns the destination GID: then the local
- * one-copy path does, except from a device with force_wire set, which
- * sends even those through its netdev's UDP socket (the IP stack delivers
- * them back through the loopback device: softmr_dev_wire_rx()).
+ * one-copy path does, except between two wire devices that both have
+ * force_wire set, which send to each other through the IP stack (it
+ * delivers the packets back through the loopback device:
+ * softmr_dev_wire_rx()).  Both ends reach the same answer, so a
+ * connection never has one end on each path.
  *
  * Return: true for the wire.
  */
-bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av)
+bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av,
+		       bool *forced)
 {
-	return softmr_wire_reaches(sdev, av) &&
-	       (READ_ONCE(sdev->force_wire) || !softmr_gid_is_local(&av->dgid));
+	struct softmr_dev *dst;
+	bool wire;
+
+	*forced = false;
+	if (!softmr_wire_reaches(sdev, av))
+		return false;
+	dst = softmr_dev_get_by_gid(&av->dgid);
+	if (!dst)
+		return true;
+	wire = READ_ONCE(sdev->force_wire) && READ_ONCE(dst->force_wire) &&
+	       READ_ONCE(dst->wire);
+	ib_device_put(&dst->ibdev);
+	*forced = wire;
+	return wire;
 }
 
 /**

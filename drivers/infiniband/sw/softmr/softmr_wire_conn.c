@@ -118,11 +118,11 @@ free:
 	return qp->wire ? 0 : -ENOMEM;
 }
 
-/* Does a connection to @av take the wire? */
+/* Does a connection to @av take the wire (forced: by force_wire)? */
 static bool softmr_wire_conn_remote(struct softmr_qp *qp,
-				    const struct softmr_av *av)
+				    const struct softmr_av *av, bool *forced)
 {
-	return softmr_wire_takes(qp->sdev, av);
+	return softmr_wire_takes(qp->sdev, av, forced);
 }
 
 /**
@@ -141,6 +141,7 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 	unsigned long flags;
 	u32 dqpn, rq_psn, nres;
 	enum ib_mtu mtu;
+	bool forced;
 
 	spin_lock_irqsave(&qp->state_lock, flags);
 	av = qp->av;
@@ -150,12 +151,13 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 	nres = qp->attr.max_dest_rd_atomic;
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 
-	if (!wc || !softmr_wire_conn_remote(qp, &av)) {
+	if (!wc || !softmr_wire_conn_remote(qp, &av, &forced)) {
 		WRITE_ONCE(qp->wire_on, false);
 		return;
 	}
 	mutex_lock(&qp->sq.lock);
 	wc->av = av;
+	wc->forced = forced;
 	wc->dqpn = dqpn;
 	wc->uc = qp->ibqp.qp_type == IB_QPT_UC;
 	/* the path MTU, within what the netdev carries */
@@ -500,7 +502,7 @@ struct sk_buff *softmr_wire_conn_pkt(struct softmr_wire_conn *wc,
  */
 void softmr_wire_conn_send(struct softmr_wire_conn *wc, struct sk_buff *skb)
 {
-	softmr_wire_xmit(wc->qp->sdev, skb, &wc->av, wc->sport);
+	softmr_wire_xmit(wc->qp->sdev, skb, &wc->av, wc->sport, wc->forced);
 }
 
 /**

@@ -86,6 +86,8 @@ struct softmr_wire_res {
  * @dqpn: the destination QP
  * @mtu: payload bytes per packet
  * @sport: UDP source port
+ * @forced: force_wire chose the wire at RTR: packets are routed by the
+ *	routing table (softmr_wire_xmit())
  * @uc: an unreliable connection (no ACKs, no retransmission)
  * @sgl: scratch SG list (the worker's and the requester's, under sq.lock)
  *
@@ -140,6 +142,7 @@ struct softmr_wire_conn {
 	u32 dqpn;
 	u32 mtu;
 	u16 sport;
+	bool forced;
 	bool uc;
 	struct softmr_sgl *sgl;
 
