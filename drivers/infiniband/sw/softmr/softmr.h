@@ -1043,7 +1043,7 @@ static inline int softmr_mr_copy(struct softmr_mr *mr, u64 iova, void *buf,
  * @mr: the MR
  *
  * Return: true for implicit ODP MRs and for explicit ones built on an
- * implicit root (softmr_odp_init_chunked()).
+ * implicit root (softmr_odp_init_root()).
  */
 static inline bool softmr_odp_chunked(const struct softmr_mr *mr)
 {
@@ -1052,8 +1052,7 @@ static inline bool softmr_odp_chunked(const struct softmr_mr *mr)
 }
 
 extern const struct mmu_interval_notifier_ops softmr_odp_ops;
-int softmr_odp_init_implicit(struct softmr_mr *mr);
-int softmr_odp_init_chunked(struct softmr_mr *mr);
+int softmr_odp_init_root(struct softmr_mr *mr);
 int softmr_odp_charge(struct softmr_dev *sdev, u64 npages);
 void softmr_odp_uncharge(struct softmr_dev *sdev, u64 npages);
 void softmr_odp_release_chunked(struct softmr_mr *mr);

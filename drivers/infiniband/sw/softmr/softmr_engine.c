@@ -1046,7 +1046,7 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	unsigned long flags;
 	u32 qkey, dqpn, sq_psn;
 	u64 rtr_serial;
-	bool forced;
+	bool force, forced;
 
 	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
 		spin_lock_irqsave(&qp->state_lock, flags);
@@ -1072,14 +1072,18 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	qkey = wqe->wr.ud.remote_qkey;
 	if (qkey & 0x80000000)
 		qkey = qp->attr.qkey;
-	/* a local peer first, unless force_wire may send even to it */
+	/*
+	 * A local peer takes it, unless force_wire may send even to that one:
+	 * then the wire is asked first
+	 */
+	force = READ_ONCE(qp->sdev->force_wire);
 	peer = NULL;
-	if (!READ_ONCE(qp->sdev->force_wire))
+	if (!force)
 		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
 					    wqe->wr.ud.remote_qpn);
 	if (!peer && softmr_wire_takes(qp->sdev, &req->av, &forced))
 		return softmr_wire_send_ud(req, qkey, forced);
-	if (!peer)
+	if (force)
 		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
 					    wqe->wr.ud.remote_qpn);
 	req->peer = peer;

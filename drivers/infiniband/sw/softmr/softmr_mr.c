@@ -460,7 +460,7 @@ static int softmr_mr_init_odp(struct softmr_mr *mr, u64 start, u64 length)
 	 */
 	if (length > SOFTMR_IMPLICIT_CHILD_SIZE &&
 	    !(mr->access & IB_ACCESS_HUGETLB) && start + length <= TASK_SIZE) {
-		err = softmr_odp_init_chunked(mr);
+		err = softmr_odp_init_root(mr);
 	} else {
 		odp = ib_umem_odp_get(&mr->sdev->ibdev, start, length,
 				      mr->access, &softmr_odp_ops);
@@ -540,7 +540,7 @@ static struct softmr_mr *softmr_mr_create_user(struct softmr_dev *sdev,
 	if (softmr_is_implicit(start, length, access)) {
 		mr->kind = SOFTMR_MR_IMPLICIT;
 		mr->length = U64_MAX;
-		err = softmr_odp_init_implicit(mr);
+		err = softmr_odp_init_root(mr);
 	} else {
 		/* ZERO_BASED: byte offsets from the start of the MR */
 		mr->iova = (access & IB_ZERO_BASED) ? 0 : iova;

@@ -390,12 +390,16 @@ static void softmr_odp_child_put(struct softmr_odp_child *child)
 }
 
 /**
- * softmr_odp_init_implicit() - set up an implicit ODP MR
- * @mr: the MR (kind SOFTMR_MR_IMPLICIT, access set)
+ * softmr_odp_init_root() - the implicit root of a chunked ODP MR
+ * @mr: an implicit MR, or an explicit one larger than one child (its range
+ *	charged and below TASK_SIZE); access set
+ *
+ * Registration then costs what an implicit MR's does; each child's
+ * per-page arrays are allocated on the first access to its chunk.
  *
  * Return: 0 or a negative errno.
  */
-int softmr_odp_init_implicit(struct softmr_mr *mr)
+int softmr_odp_init_root(struct softmr_mr *mr)
 {
 	struct ib_umem_odp *root;
 
@@ -415,21 +419,6 @@ int softmr_odp_init_implicit(struct softmr_mr *mr)
 	mr->odp = root;
 	mr->umem = &root->umem;
 	return 0;
-}
-
-/**
- * softmr_odp_init_chunked() - set up a large explicit ODP MR on children
- * @mr: the MR (kind SOFTMR_MR_ODP; access, va and length set, the range
- *	charged and below TASK_SIZE)
- *
- * Registration then costs what an implicit MR's does; each child's
- * per-page arrays are allocated on the first access to its chunk.
- *
- * Return: 0 or a negative errno.
- */
-int softmr_odp_init_chunked(struct softmr_mr *mr)
-{
-	return softmr_odp_init_implicit(mr);
 }
 
 /**
