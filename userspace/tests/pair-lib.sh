@@ -41,13 +41,15 @@ print(' '.join(line[1:]))
 EOF
 }
 
-# gid_index DEV ADDR: DEV's RoCE v2 GID index of ADDR (a new device fills
-# its table shortly); empty when there is none
+# gid_index DEV ADDR: DEV's RoCE v2 GID index of ADDR, an IPv4 or an IPv6
+# address as ibv_devinfo writes it (a new device fills its table shortly);
+# empty when there is none
 gid_index() {
-	local g='' _
+	local g='' _ a="::ffff:$2"
+	[[ $2 == *:* ]] && a=$2
 	for _ in $(seq 50); do
 		g=$(ibv_devinfo -v -d "$1" | sed -n \
-			"s/.*GID\[ *\([0-9]*\)\]:.*::ffff:$2, RoCE v2.*/\1/p" | head -n1)
+			"s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*$a, RoCE v2.*/\1/p" | head -n1)
 		[ -n "$g" ] && break
 		sleep 0.2
 	done

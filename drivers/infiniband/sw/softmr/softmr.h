@@ -854,10 +854,9 @@ bool softmr_av_lookup(struct softmr_dev *sdev, u32 num, struct ib_pd *pd,
 /* softmr_engine.c: executes WQEs */
 int softmr_engine_init(void);
 struct softmr_pkt;
-struct iphdr;
 int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			    const struct softmr_pkt *pkt,
-			    const struct iphdr *iph);
+			    const struct sk_buff *skb);
 
 /* softmr_net.c: the wire */
 int softmr_net_init(void);
@@ -873,10 +872,14 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
 bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av,
 		       bool *forced);
+void softmr_wire_skb_gids(const struct sk_buff *skb, union ib_gid *src,
+			  union ib_gid *dst);
+bool softmr_netdev_has_gid_addr(struct net_device *ndev,
+				const union ib_gid *gid);
 extern const struct attribute_group softmr_dev_attr_group;
 /* received packets a wire device holds for its worker at most */
 #define SOFTMR_WIRE_RXQ_MAX	1024
-bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad);
+bool softmr_dev_wire_rx(struct sk_buff *skb, int bad);
 void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);
@@ -982,8 +985,7 @@ bool softmr_wire_conn_busy(struct softmr_qp *qp);
 bool softmr_wire_conn_sqd(struct softmr_qp *qp);
 void softmr_wire_conn_resume(struct softmr_qp *qp);
 int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
-			const struct softmr_pkt *pkt,
-			const struct iphdr *iph);
+			const struct softmr_pkt *pkt);
 
 /* softmr_xfer.c: MR to MR copies and atomics */
 int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
@@ -1065,6 +1067,8 @@ int softmr_advise_mr(struct ib_pd *ibpd,
 int softmr_odp_wq_init(void);
 void softmr_odp_wq_destroy(void);
 void softmr_odp_flush(void);
+void softmr_odp_prefetch_ahead(struct softmr_mr *mr, u64 iova, u64 len,
+			       bool write);
 int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 			bool write);
 bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,

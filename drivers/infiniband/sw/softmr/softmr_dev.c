@@ -49,30 +49,16 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
 	return found;
 }
 
-/* Is @addr one of @ndev's IPv4 addresses?  RCU read side. */
-static bool softmr_netdev_has_addr(struct net_device *ndev, __be32 addr)
-{
-	struct in_device *in_dev = __in_dev_get_rcu(ndev);
-	const struct in_ifaddr *ifa;
-
-	if (!in_dev)
-		return false;
-	in_dev_for_each_ifa_rcu(ifa, in_dev)
-		if (ifa->ifa_local == addr)
-			return true;
-	return false;
-}
-
 /**
  * softmr_dev_wire_rx() - hand a received packet to the wire device it is for
  * @skb: a RoCEv2 packet, checked by the caller (softmr_net.c)
- * @daddr: its destination IPv4 address
  * @bad: 0 for a packet to queue, else the counter to count it in
  *
  * Softirq context.  The device is the one on the netdev the packet came
- * in on (a softmr device on the wire), which has @daddr.  A packet the IP
- * stack delivered through the loopback device was sent on this host: it
- * goes to the wire device of the same namespace whose netdev has @daddr,
+ * in on (a softmr device on the wire), which has the packet's destination
+ * address.  A packet the IP stack delivered through the loopback device
+ * was sent on this host: it goes to the wire device of the same namespace
+ * whose netdev has that address,
  * if that device has force_wire set (softmr_wire_takes()), else nowhere.
  * Everything happens
  * under the device list lock and takes no device reference:
@@ -83,20 +69,18 @@ static bool softmr_netdev_has_addr(struct net_device *ndev, __be32 addr)
  * Return: true when @skb was queued; false when the caller frees it
  * (counted, unless no wire device here takes it).
  */
-bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
+bool softmr_dev_wire_rx(struct sk_buff *skb, int bad)
 {
 	struct softmr_dev *sdev;
+	union ib_gid saddr, daddr;
 	unsigned long flags;
 	bool loop = skb->dev->flags & IFF_LOOPBACK;
 	bool queued = false;
 
-	/*
-	 * The netdev's own IPv4 addresses are its RoCE v2 IPv4 GIDs; no GID
-	 * table entry is referenced here (its last reference must not be
-	 * dropped in softirq while the device goes away).
-	 */
+	/* the netdev's own addresses are its RoCE v2 GIDs */
+	softmr_wire_skb_gids(skb, &saddr, &daddr);
 	rcu_read_lock();
-	if (!loop && !softmr_netdev_has_addr(skb->dev, daddr))
+	if (!loop && !softmr_netdev_has_gid_addr(skb->dev, &daddr))
 		goto unlock_rcu;
 	spin_lock_irqsave(&softmr_dev_list_lock, flags);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
@@ -107,7 +91,7 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, __be32 daddr, int bad)
 		if (loop && (!READ_ONCE(sdev->force_wire) ||
 			     !net_eq(dev_net_rcu(sdev->ndev),
 				     dev_net_rcu(skb->dev)) ||
-			     !softmr_netdev_has_addr(sdev->ndev, daddr)))
+			     !softmr_netdev_has_gid_addr(sdev->ndev, &daddr)))
 			continue;
 		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
 			    SOFTMR_WIRE_RXQ_MAX)

@@ -21,6 +21,7 @@
  */
 
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <net/checksum.h>
@@ -580,7 +581,8 @@ static bool softmr_sgl_may_wait(const struct softmr_sgl *sgl)
  * softmr_engine_wire_recv() - a UD datagram from the wire for one of our QPs
  * @sdev: the device that owns the packet's destination GID
  * @pkt: the parsed packet (UD SEND ONLY, with or without immediate)
- * @iph: its IPv4 header (what the receiver finds in the GRH's last 20 bytes)
+ * @skb: the packet: its IP header is what the receiver finds in the GRH
+ *	(IPv6: the whole 40 bytes; IPv4: the last 20)
  *
  * Process context (softmr_wire_rx_work()).  The QP must be a UD (or, for
  * QP 1, the GSI) QP able to receive, with the packet's Q_Key; a missing
@@ -592,8 +594,9 @@ static bool softmr_sgl_may_wait(const struct softmr_sgl *sgl)
  */
 int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			    const struct softmr_pkt *pkt,
-			    const struct iphdr *iph)
+			    const struct sk_buff *skb)
 {
+	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct ib_uverbs_wc wc = { .port_num = 1 };
 	struct softmr_cursor d = {};
 	struct softmr_recv_wqe *rwqe;
@@ -640,9 +643,12 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 	if (st == IB_WC_SUCCESS && rq->sgl->len < need)
 		st = IB_WC_LOC_LEN_ERR;
 	if (st == IB_WC_SUCCESS) {
-		/* RoCEv2 over IPv4: the IP header in the GRH's last 20 bytes */
+		/* RoCEv2: the IPv6 header, or IPv4's in the last 20 bytes */
 		memset(grh, 0, sizeof(grh));
-		memcpy(grh + 20, iph, sizeof(*iph));
+		if (ipv6)
+			memcpy(grh, ipv6_hdr(skb), sizeof(struct ipv6hdr));
+		else
+			memcpy(grh + 20, ip_hdr(skb), sizeof(struct iphdr));
 		d.sgl = rq->sgl;
 		if (softmr_cursor_copy(NULL, &d, NULL, grh, sizeof(grh),
 				       IB_ACCESS_LOCAL_WRITE, 0) ||
@@ -664,7 +670,8 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			wc.ex.imm_data = pkt->imm;
 			wc.wc_flags |= IB_WC_WITH_IMM;
 		}
-		softmr_wc_set_datagram(qp, &wc, RDMA_NETWORK_IPV4);
+		softmr_wc_set_datagram(qp, &wc, ipv6 ? RDMA_NETWORK_IPV6 :
+						       RDMA_NETWORK_IPV4);
 	} else {
 		softmr_count(sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
 	}

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * The wire: RoCEv2 packets to and from other hosts over UDP port 4791
- * (IPv4 GIDs), with the module parameter wire=1: UD datagrams here, RC and
- * UC connections in softmr_wire_conn.c (Documentation/infiniband/softmr.rst,
- * "The wire").
+ * (IPv4 and IPv6 GIDs), with the module parameter wire=1: UD datagrams
+ * here, RC and UC connections in softmr_wire_conn.c
+ * (Documentation/infiniband/softmr.rst, "The wire").
  *
- * One kernel UDP socket per network namespace, shared by the wire devices
- * there.  Its receive hook runs in softirq context and does only what
+ * Two kernel UDP sockets per network namespace (IPv4, and IPv6 where the
+ * kernel has it), shared by the wire devices there.  Their receive hook
+ * runs in softirq context and does only what
  * needs no sleeping: IP/UDP checks, softmr_pkt_parse(), the ICRC, the
  * device that owns the destination GID on the netdev the packet came in
  * on; then the packet waits on that device's bounded queue for the
@@ -15,11 +16,17 @@
  * refused is counted (wire_rx_malformed, wire_rx_dropped).
  */
 
+#include <linux/inetdevice.h>
 #include <linux/ip.h>
 #include <linux/module.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <linux/ipv6.h>
+#include <net/addrconf.h>
 #include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -35,9 +42,13 @@ module_param(wire, bool, 0444);
 MODULE_PARM_DESC(wire,
 		 "RoCEv2 (RC, UC, UD) to other hosts over UDP port 4791 (default: off, this host only)");
 
-/* A network namespace's socket and the wire devices using it */
+/*
+ * A network namespace's sockets (IPv4; IPv6, or NULL where the kernel has
+ * none) and the wire devices using them
+ */
 struct softmr_net {
 	struct socket *sock;
+	struct socket *sock6;
 	struct list_head devs;	/* softmr_dev.wire_entry */
 	bool dead;
 };
@@ -56,6 +67,9 @@ static void softmr_net_sock_release(struct softmr_net *sn)
 {
 	udp_tunnel_sock_release(softmr_udp_tunnel_sk(sn->sock));
 	sn->sock = NULL;
+	if (sn->sock6)
+		udp_tunnel_sock_release(softmr_udp_tunnel_sk(sn->sock6));
+	sn->sock6 = NULL;
 	/* receive hooks running elsewhere are done */
 	synchronize_net();
 }
@@ -115,36 +129,50 @@ static struct pernet_operations softmr_net_ops = {
 				 3 + SOFTMR_ICRC_BYTES)
 
 /*
- * The UDP socket's receive hook (softirq).  @skb->data is at the UDP
+ * The IP header in front of the UDP header: IPv4 without options, or IPv6
+ * without extension headers (RoCEv2 packets carry neither); the ICRC
+ * covers it
+ */
+static bool softmr_wire_l3_ok(struct sk_buff *skb, bool ipv6)
+{
+	const u8 *uh = skb_transport_header(skb);
+
+	if (ipv6)
+		return ipv6_hdr(skb)->nexthdr == IPPROTO_UDP &&
+		       uh == skb_network_header(skb) + sizeof(struct ipv6hdr);
+	return ip_hdr(skb)->ihl == 5 &&
+	       uh == skb_network_header(skb) + sizeof(struct iphdr);
+}
+
+/*
+ * The UDP sockets' receive hook (softirq).  @skb->data is at the UDP
  * header.  Returns 0: the packet is consumed, whatever became of it.
  */
 static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 {
 	int bad = SOFTMR_CNT_WIRE_RX_MALFORMED;
+	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct softmr_pkt pkt;
-	const struct iphdr *iph;
 	struct udphdr *uh;
-	__be32 daddr;
 	unsigned int len;
 	u8 *bth;
 
-	if (skb->protocol != htons(ETH_P_IP))
+	if (!ipv6 && skb->protocol != htons(ETH_P_IP))
 		goto free;
-	daddr = ip_hdr(skb)->daddr;
 	/* nothing longer than a UD packet is linearized: fragments neither */
 	if (skb->len > SOFTMR_WIRE_PKT_MAX || skb_linearize(skb))
 		goto count;
-	iph = ip_hdr(skb);
 	uh = udp_hdr(skb);
 	len = ntohs(uh->len);
-	if (iph->ihl != 5 || (u8 *)uh != (u8 *)iph + sizeof(*iph) ||
-	    len < sizeof(*uh) || len > skb->len)
+	if (!softmr_wire_l3_ok(skb, ipv6) || len < sizeof(*uh) ||
+	    len > skb->len)
 		goto count;
 	len -= sizeof(*uh);
 	bth = (u8 *)(uh + 1);
 	/* the ICRC only over what the parser accepted */
 	if (softmr_pkt_parse(bth, len, &pkt) ||
-	    softmr_icrc_packet(iph, false, bth, len - SOFTMR_ICRC_BYTES) !=
+	    softmr_icrc_packet(skb_network_header(skb), ipv6, bth,
+			       len - SOFTMR_ICRC_BYTES) !=
 	    get_unaligned_le32(bth + len - SOFTMR_ICRC_BYTES))
 		goto count;
 	/*
@@ -161,11 +189,62 @@ static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 	nf_reset_ct(skb);
 	bad = 0;
 count:
-	if (softmr_dev_wire_rx(skb, daddr, bad))
+	if (softmr_dev_wire_rx(skb, bad))
 		return 0;
 free:
 	kfree_skb(skb);
 	return 0;
+}
+
+/**
+ * softmr_wire_skb_gids() - a received packet's source and destination
+ * @skb: a packet the receive hook accepted (its IP header is IPv4 or IPv6)
+ * @src: set to its source address as a GID (IPv4 mapped into IPv6)
+ * @dst: set to its destination address likewise
+ */
+void softmr_wire_skb_gids(const struct sk_buff *skb, union ib_gid *src,
+			  union ib_gid *dst)
+{
+	if (skb->protocol == htons(ETH_P_IPV6)) {
+		memcpy(src->raw, &ipv6_hdr(skb)->saddr, sizeof(src->raw));
+		memcpy(dst->raw, &ipv6_hdr(skb)->daddr, sizeof(dst->raw));
+	} else {
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr,
+				       (struct in6_addr *)src->raw);
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
+				       (struct in6_addr *)dst->raw);
+	}
+}
+
+/**
+ * softmr_netdev_has_gid_addr() - is @gid an address of @ndev?
+ * @ndev: a netdev
+ * @gid: an IPv4-mapped or IPv6 address
+ *
+ * Under RCU (softirq included).  Only the netdev's own addresses count,
+ * tentative IPv6 addresses not: no GID table entry is referenced (its last
+ * reference must not be dropped in softirq while the device goes away).
+ *
+ * Return: true when @ndev has the address.
+ */
+bool softmr_netdev_has_gid_addr(struct net_device *ndev,
+				const union ib_gid *gid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)gid->raw;
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+
+	if (!ipv6_addr_v4mapped(a))
+		return IS_ENABLED(CONFIG_IPV6) &&
+		       ipv6_stub->ipv6_dev_find(dev_net_rcu(ndev), a,
+						ndev) == ndev;
+	in_dev = __in_dev_get_rcu(ndev);
+	if (!in_dev)
+		return false;
+	in_dev_for_each_ifa_rcu(ifa, in_dev)
+		if (ifa->ifa_local == a->s6_addr32[3])
+			return true;
+	return false;
 }
 
 /**
@@ -182,7 +261,6 @@ void softmr_wire_rx_work(struct work_struct *work)
 	struct sk_buff *skb;
 
 	while ((skb = skb_dequeue(&sdev->wire_rxq))) {
-		const struct iphdr *iph = ip_hdr(skb);
 		const struct udphdr *uh = udp_hdr(skb);
 		unsigned int len = ntohs(uh->len) - sizeof(*uh);
 		struct softmr_pkt pkt;
@@ -192,12 +270,12 @@ void softmr_wire_rx_work(struct work_struct *work)
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
 		} else if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD) {
 			/* the QP's worker takes it on (and counts it) */
-			if (!softmr_wire_conn_rx(sdev, skb, &pkt, iph)) {
+			if (!softmr_wire_conn_rx(sdev, skb, &pkt)) {
 				cond_resched();
 				continue;
 			}
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
-		} else if (softmr_engine_wire_recv(sdev, &pkt, iph)) {
+		} else if (softmr_engine_wire_recv(sdev, &pkt, skb)) {
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
 		} else {
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_PACKETS, 1);
@@ -207,14 +285,20 @@ void softmr_wire_rx_work(struct work_struct *work)
 	}
 }
 
-static struct socket *softmr_wire_sock_create(struct net *net)
+/*
+ * Port 4791 for one family.  IPv6: that family only, and UDP checksums of
+ * zero accepted, as RoCEv2 senders (rxe, ConnectX) send them: the ICRC
+ * covers the packet.
+ */
+static struct socket *softmr_wire_sock_create(struct net *net, bool ipv6)
 {
 	struct udp_tunnel_sock_cfg tcfg = {
 		.encap_type = 1,
 		.encap_rcv = softmr_wire_udp_recv,
 	};
 	struct udp_port_cfg ucfg = {
-		.family = AF_INET,
+		.family = ipv6 ? AF_INET6 : AF_INET,
+		.ipv6_v6only = ipv6,
 		.local_udp_port = htons(SOFTMR_ROCE_UDP_PORT),
 	};
 	struct socket *sock;
@@ -248,7 +332,7 @@ void softmr_wire_attach(struct softmr_dev *sdev)
 	if (sn->dead || !check_net(net))	/* the namespace is going */
 		goto unlock;
 	if (!sn->sock) {
-		sock = softmr_wire_sock_create(net);
+		sock = softmr_wire_sock_create(net, false);
 		if (IS_ERR(sock)) {
 			dev_info(&sdev->ibdev.dev,
 				 "UDP port %d: error %ld (rdma_rxe there?): this device reaches this host only\n",
@@ -256,6 +340,15 @@ void softmr_wire_attach(struct softmr_dev *sdev)
 			goto unlock;
 		}
 		sn->sock = sock;
+		/* IPv6 GIDs too, where the kernel has IPv6 */
+		sock = IS_ENABLED(CONFIG_IPV6) ?
+		       softmr_wire_sock_create(net, true) :
+		       ERR_PTR(-EAFNOSUPPORT);
+		if (IS_ERR(sock) && PTR_ERR(sock) != -EAFNOSUPPORT)
+			dev_info(&sdev->ibdev.dev,
+				 "UDP port %d over IPv6: error %ld: IPv4 GIDs only\n",
+				 SOFTMR_ROCE_UDP_PORT, PTR_ERR(sock));
+		sn->sock6 = IS_ERR(sock) ? NULL : sock;
 	}
 	list_add(&sdev->wire_entry, &sn->devs);
 	sdev->wire_net = net;
@@ -303,7 +396,7 @@ void softmr_wire_dev_cleanup(struct softmr_dev *sdev)
 struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size)
 {
 	unsigned int head = LL_RESERVED_SPACE(sdev->ndev) +
-			    sizeof(struct iphdr) + sizeof(struct udphdr);
+			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
 	struct sk_buff *skb;
 
 	skb = alloc_skb(head + size + SOFTMR_ICRC_BYTES, GFP_KERNEL);
@@ -311,59 +404,49 @@ struct sk_buff *softmr_wire_alloc(struct softmr_dev *sdev, unsigned int size)
 		return NULL;
 	skb_reserve(skb, head);
 	skb_put(skb, size);
-	skb->protocol = htons(ETH_P_IP);
 	return skb;
 }
 
-/**
- * softmr_wire_xmit() - send a packet built in softmr_wire_alloc()'s skb
- * @sdev: the sending device
- * @skb: the transport packet (consumed, whatever happens)
- * @av: source and destination (IPv4 RoCEv2 GIDs)
- * @sport: UDP source port
- * @by_table: routed by the routing table rather than out of the device's
- *	netdev: force_wire chose the wire (softmr_wire_takes()), and an
- *	address of this host is reached through the loopback device
- *
- * Return: 0, or -EHOSTUNREACH without a route.
- */
-int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
-		     const struct softmr_av *av, u16 sport, bool by_table)
+/* The ICRC and the UDP header around a transport packet of @len bytes */
+static struct udphdr *softmr_wire_push_udp(struct sk_buff *skb, u16 sport)
+{
+	struct udphdr *uh;
+
+	skb_put(skb, SOFTMR_ICRC_BYTES);
+	uh = skb_push(skb, sizeof(*uh));
+	skb_reset_transport_header(skb);
+	uh->source = htons(sport);
+	uh->dest = htons(SOFTMR_ROCE_UDP_PORT);
+	uh->len = htons(skb->len);
+	/* zero, as RoCEv2 has it for IPv6 too: the ICRC covers the packet */
+	uh->check = 0;
+	return uh;
+}
+
+/* IPv4: routed, the header built, the ICRC computed, sent; RCU held */
+static int softmr_wire_xmit4(struct net *net, struct sk_buff *skb,
+			     const struct softmr_av *av, u16 sport, int oif)
 {
 	struct flowi4 fl = {
-		.flowi4_oif = by_table ? 0 : sdev->ndev->ifindex,
+		.flowi4_oif = oif,
 		.flowi4_proto = IPPROTO_UDP,
 	};
 	unsigned int len = skb->len;
 	struct udphdr *uh;
 	struct iphdr *iph;
 	struct rtable *rt;
-	struct net *net;
 
 	memcpy(&fl.saddr, av->sgid.raw + 12, 4);
 	memcpy(&fl.daddr, av->dgid.raw + 12, 4);
-	/* the netdev may move to another namespace: this one stays meanwhile */
-	rcu_read_lock();
-	net = dev_net_rcu(sdev->ndev);
 	rt = ip_route_output_key(net, &fl);
-	if (IS_ERR(rt)) {
-		rcu_read_unlock();
-		kfree_skb(skb);
+	if (IS_ERR(rt))
 		return -EHOSTUNREACH;
-	}
-	skb_put(skb, SOFTMR_ICRC_BYTES);
-
-	uh = skb_push(skb, sizeof(*uh));
-	skb_reset_transport_header(skb);
-	uh->source = htons(sport);
-	uh->dest = htons(SOFTMR_ROCE_UDP_PORT);
-	uh->len = htons(skb->len);
-	uh->check = 0;
-
+	uh = softmr_wire_push_udp(skb, sport);
 	skb_dst_set(skb, &rt->dst);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	iph = skb_push(skb, sizeof(*iph));
 	skb_reset_network_header(skb);
+	skb->protocol = htons(ETH_P_IP);
 	iph->version = 4;
 	iph->ihl = sizeof(*iph) >> 2;
 	iph->tos = av->traffic_class;
@@ -378,9 +461,90 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 
 	put_unaligned_le32(softmr_icrc_packet(iph, false, uh + 1, len),
 			   (u8 *)(uh + 1) + len);
-	softmr_count(sdev, SOFTMR_CNT_WIRE_TX_PACKETS, 1);
 	ip_local_out(net, NULL, skb);
+	return 0;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+/* IPv6 likewise; RCU held */
+static int softmr_wire_xmit6(struct net *net, struct sk_buff *skb,
+			     const struct softmr_av *av, u16 sport, int oif)
+{
+	struct flowi6 fl = {
+		.flowi6_oif = oif,
+		.flowi6_proto = IPPROTO_UDP,
+	};
+	unsigned int len = skb->len;
+	struct dst_entry *dst;
+	struct ipv6hdr *ip6h;
+	struct udphdr *uh;
+
+	memcpy(&fl.saddr, av->sgid.raw, sizeof(fl.saddr));
+	memcpy(&fl.daddr, av->dgid.raw, sizeof(fl.daddr));
+	/* link-local addresses are reached out of the device's own netdev */
+	if (!oif && (ipv6_addr_type(&fl.daddr) & IPV6_ADDR_LINKLOCAL))
+		return -EHOSTUNREACH;
+	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl, NULL);
+	if (IS_ERR(dst))
+		return -EHOSTUNREACH;
+	uh = softmr_wire_push_udp(skb, sport);
+	skb_dst_set(skb, dst);
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	ip6h = skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	skb->protocol = htons(ETH_P_IPV6);
+	ip6_flow_hdr(ip6h, av->traffic_class,
+		     cpu_to_be32(av->flow_label) & IPV6_FLOWLABEL_MASK);
+	/* what __ip6_local_out() would set: the ICRC covers it */
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = av->hop_limit ?: ip6_dst_hoplimit(dst);
+	ip6h->saddr = fl.saddr;
+	ip6h->daddr = fl.daddr;
+
+	put_unaligned_le32(softmr_icrc_packet(ip6h, true, uh + 1, len),
+			   (u8 *)(uh + 1) + len);
+	ip6_local_out(net, NULL, skb);
+	return 0;
+}
+#endif
+
+/**
+ * softmr_wire_xmit() - send a packet built in softmr_wire_alloc()'s skb
+ * @sdev: the sending device
+ * @skb: the transport packet (consumed, whatever happens)
+ * @av: source and destination (IPv4 or IPv6 RoCEv2 GIDs of one family)
+ * @sport: UDP source port
+ * @by_table: routed by the routing table rather than out of the device's
+ *	netdev: force_wire chose the wire (softmr_wire_takes()), and an
+ *	address of this host is reached through the loopback device
+ *
+ * Return: 0, or -EHOSTUNREACH without a route.
+ */
+int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
+		     const struct softmr_av *av, u16 sport, bool by_table)
+{
+	int oif = by_table ? 0 : sdev->ndev->ifindex;
+	struct net *net;
+	int err;
+
+	/* the netdev may move to another namespace: this one stays meanwhile */
+	rcu_read_lock();
+	net = dev_net_rcu(sdev->ndev);
+	if (ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw))
+		err = softmr_wire_xmit4(net, skb, av, sport, oif);
+	else
+#if IS_ENABLED(CONFIG_IPV6)
+		err = softmr_wire_xmit6(net, skb, av, sport, oif);
+#else
+		err = -EHOSTUNREACH;
+#endif
 	rcu_read_unlock();
+	if (err) {
+		kfree_skb(skb);
+		return err;
+	}
+	softmr_count(sdev, SOFTMR_CNT_WIRE_TX_PACKETS, 1);
 	return 0;
 }
 
@@ -389,15 +553,23 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
  * @sdev: the sending device
  * @av: a UD destination no softmr device on this host owns
  *
- * Return: true for a wire device and an IPv4 RoCEv2 destination from a
- * GID of the device's own netdev.
+ * Return: true for a wire device and a RoCEv2 destination from a GID of
+ * the device's own netdev, both IPv4 or both IPv6 (unicast: softmr has no
+ * multicast).
  */
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 {
-	return READ_ONCE(sdev->wire) && !av->upper &&
-	       av->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-	       ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw) &&
-	       ipv6_addr_v4mapped((const struct in6_addr *)av->sgid.raw);
+	const struct in6_addr *d = (const struct in6_addr *)av->dgid.raw;
+	const struct in6_addr *s = (const struct in6_addr *)av->sgid.raw;
+
+	if (!READ_ONCE(sdev->wire) || av->upper ||
+	    av->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return false;
+	if (ipv6_addr_v4mapped(d))
+		return ipv6_addr_v4mapped(s) &&
+		       !ipv4_is_multicast(d->s6_addr32[3]);
+	return IS_ENABLED(CONFIG_IPV6) && !ipv6_addr_v4mapped(s) &&
+	       !ipv6_addr_is_multicast(d);
 }
 
 /**

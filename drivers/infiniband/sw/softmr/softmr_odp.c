@@ -765,6 +765,35 @@ static int softmr_prefetch_mr(struct softmr_mr *mr, u64 iova, u64 len,
 	return softmr_prefetch_umem(mr, mr->odp, va, len, arg);
 }
 
+/* The most a responder faults in ahead of a message, as mlx5's responder */
+#define SOFTMR_RESP_PREFETCH_MAX	SZ_4M
+
+/**
+ * softmr_odp_prefetch_ahead() - fault in what an incoming request reaches
+ * @mr: the MR the request's key found (referenced; bounds and access
+ *	checked for the whole range); anything but an ODP MR is left alone
+ * @iova: the request's first byte
+ * @len: its length (the first 4 MiB are faulted in)
+ * @write: for an RDMA WRITE (else an RDMA READ)
+ *
+ * The wire responder's worker (process context) calls it at the first
+ * packet of an RDMA WRITE and at an RDMA READ request, so that the pages
+ * of the whole message come in with one fault rather than one per packet,
+ * as mlx5's responder page-fault handler prefetches.  Best effort: the
+ * copies that follow check and fault each page themselves under the
+ * interval notifier's sequence, so a page invalidated meanwhile is faulted
+ * in again, never written stale; an error is theirs to report.
+ */
+void softmr_odp_prefetch_ahead(struct softmr_mr *mr, u64 iova, u64 len,
+			       bool write)
+{
+	if (mr->kind != SOFTMR_MR_ODP && mr->kind != SOFTMR_MR_IMPLICIT)
+		return;
+	softmr_prefetch_mr(mr, iova, min_t(u64, len, SOFTMR_RESP_PREFETCH_MAX),
+			   write ? IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE :
+				   IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH);
+}
+
 /**
  * struct softmr_prefetch - an asynchronous prefetch
  * @work: on softmr_odp_wq

@@ -347,7 +347,6 @@ void softmr_wire_conn_free(struct softmr_qp *qp)
  * @sdev: the device that owns the destination GID
  * @skb: the packet (consumed when 0 is returned)
  * @pkt: its parse
- * @iph: its IPv4 header
  *
  * The device's receive worker: finds the QP, checks that the packet comes
  * from the QP's destination on the wire, and queues it for the QP's worker.
@@ -355,11 +354,12 @@ void softmr_wire_conn_free(struct softmr_qp *qp)
  * Return: 0 when queued, -ENOENT when nobody here takes it.
  */
 int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
-			const struct softmr_pkt *pkt, const struct iphdr *iph)
+			const struct softmr_pkt *pkt)
 {
 	enum ib_qp_type type = SOFTMR_OP_TRANSPORT(pkt->opcode) ==
 			       SOFTMR_OP_RC ? IB_QPT_RC : IB_QPT_UC;
 	struct softmr_wire_conn *wc;
+	union ib_gid src, dst;
 	struct softmr_qp *qp;
 	unsigned long flags;
 	int ret = -ENOENT;
@@ -373,9 +373,10 @@ int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
 	    !softmr_qp_receives(qp))
 		goto put;
 	/* from the QP's destination to its source address, nobody else */
+	softmr_wire_skb_gids(skb, &src, &dst);
 	spin_lock_irqsave(&qp->state_lock, flags);
-	if (memcmp(&iph->saddr, qp->av.dgid.raw + 12, 4) ||
-	    memcmp(&iph->daddr, qp->av.sgid.raw + 12, 4)) {
+	if (memcmp(&src, &qp->av.dgid, sizeof(src)) ||
+	    memcmp(&dst, &qp->av.sgid, sizeof(dst))) {
 		spin_unlock_irqrestore(&qp->state_lock, flags);
 		goto put;
 	}

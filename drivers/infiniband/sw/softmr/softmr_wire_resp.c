@@ -212,6 +212,8 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 						IB_ACCESS_REMOTE_WRITE, &key);
 			if (!mr)
 				return SOFTMR_RESP_ACC;
+			/* ODP: the message's pages with one fault */
+			softmr_odp_prefetch_ahead(mr, wc->wva, wc->wlen, true);
 			softmr_mr_put(mr);
 		}
 	}
@@ -265,6 +267,8 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 					IB_ACCESS_REMOTE_READ, &key);
 		if (!mr)
 			return SOFTMR_RESP_ACC;
+		if (!from)
+			softmr_odp_prefetch_ahead(mr, res->va, res->len, false);
 	}
 	for (i = from; i < res->npkts; i++) {
 		u64 off = (u64)i * wc->mtu;
