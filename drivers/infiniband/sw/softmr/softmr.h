@@ -153,6 +153,7 @@ struct softmr_counters {
  * @dm_mem: device memory, physically contiguous
  * @dm_size: its size (max_dm_size)
  * @wire: on the wire (softmr_net.c): UD datagrams to other hosts
+ * @wire6: and its namespace's IPv6 socket has port 4791: IPv6 GIDs too
  * @force_wire: traffic to softmr devices on this host takes the wire too
  *	(sysfs force_wire, for testing: softmr_wire_takes())
  * @wire_net: the network namespace whose socket it uses (NULL: detached)
@@ -162,6 +163,8 @@ struct softmr_counters {
  * @wire_rx_work: delivers @wire_rxq in process context
  * @wire_conn_queued: received packets waiting on the device's connections'
  *	queues, all together (SOFTMR_WIRE_CONN_QUEUED_MAX at most)
+ * @wire_ud_queued: received datagrams waiting for UD QPs' workers, all
+ *	together (softmr_wire_ud.c)
  */
 struct softmr_dev {
 	struct ib_device ibdev;
@@ -200,12 +203,14 @@ struct softmr_dev {
 	void *dm_mem;
 	size_t dm_size;
 	bool wire;
+	bool wire6;
 	bool force_wire;
 	struct net *wire_net;
 	struct list_head wire_entry;
 	struct sk_buff_head wire_rxq;
 	struct work_struct wire_rx_work;
 	atomic_t wire_conn_queued;
+	atomic_t wire_ud_queued;
 };
 
 static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
@@ -610,6 +615,10 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	allocated when a connection first goes on the wire
  * @wire_on: connected to a QP on another host (set at RTR): the wire
  *	carries the connection, not the local transport
+ * @ud_inq: UD: datagrams from the wire for a receive WQE that may wait,
+ *	for @ud_work (softmr_wire_ud.c); its lock guards @ud_closed
+ * @ud_work: delivers @ud_inq on the connections' workqueue
+ * @ud_closed: being destroyed: nothing more is queued on @ud_inq
  */
 struct softmr_qp {
 	struct ib_qp ibqp;
@@ -641,6 +650,9 @@ struct softmr_qp {
 	u32 wire_psn;
 	struct softmr_wire_conn *wire;
 	bool wire_on;
+	struct sk_buff_head ud_inq;
+	struct work_struct ud_work;
+	bool ud_closed;
 };
 
 static inline struct softmr_qp *to_sqp(struct ib_qp *ibqp)
@@ -856,7 +868,14 @@ int softmr_engine_init(void);
 struct softmr_pkt;
 int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			    const struct softmr_pkt *pkt,
-			    const struct sk_buff *skb);
+			    const struct sk_buff *skb, bool may_wait);
+void softmr_wire_ud_init(struct softmr_qp *qp);
+int softmr_wire_ud_defer(struct softmr_dev *sdev, u32 dqpn,
+			 struct sk_buff *skb);
+void softmr_wire_ud_close(struct softmr_qp *qp);
+void softmr_wire_ud_reset(struct softmr_qp *qp);
+int softmr_wire_ud_wq_init(void);
+void softmr_wire_ud_wq_exit(void);
 
 /* softmr_net.c: the wire */
 int softmr_net_init(void);

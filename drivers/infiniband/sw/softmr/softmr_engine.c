@@ -583,18 +583,23 @@ static bool softmr_sgl_may_wait(const struct softmr_sgl *sgl)
  * @pkt: the parsed packet (UD SEND ONLY, with or without immediate)
  * @skb: the packet: its IP header is what the receiver finds in the GRH
  *	(IPv6: the whole 40 bytes; IPv4: the last 20)
+ * @may_wait: in the QP's own worker (softmr_wire_ud.c), which may wait for
+ *	the receive queue's lock and the receive WQE's memory; else in the
+ *	device's receive worker, which waits for nothing a user controls
  *
- * Process context (softmr_wire_rx_work()).  The QP must be a UD (or, for
- * QP 1, the GSI) QP able to receive, with the packet's Q_Key; a missing
- * receive WQE, a receive queue busy elsewhere or a receive WQE on ODP or
- * dynamic dma-buf memory lose the datagram, as on any UD QP.
+ * Process context.  The QP must be a UD (or, for QP 1, the GSI) QP able
+ * to receive, with the packet's Q_Key; a missing receive WQE loses the
+ * datagram, as on any UD QP.
  *
  * Return: 0 when delivered or completed in error, -ENOENT when nobody
- * took it (counted by the caller).
+ * took it (counted by the caller), -EAGAIN (only without @may_wait) when
+ * the receive queue is busy elsewhere or its next WQE is on ODP or
+ * dynamic dma-buf memory: the QP's worker is to deliver it
+ * (softmr_wire_ud_defer()); the WQE stays where it is.
  */
 int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			    const struct softmr_pkt *pkt,
-			    const struct sk_buff *skb)
+			    const struct sk_buff *skb, bool may_wait)
 {
 	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct ib_uverbs_wc wc = { .port_num = 1 };
@@ -613,14 +618,23 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 	if (!softmr_qp_datagram(qp) || !softmr_qp_receives(qp) ||
 	    pkt->qkey != READ_ONCE(qp->attr.qkey))
 		goto put;
+	/* datagrams in order: none past those the QP's worker holds */
+	if (!may_wait && !skb_queue_empty_lockless(&qp->ud_inq)) {
+		ret = -EAGAIN;
+		goto put;
+	}
 	rq = softmr_qp_rq(qp);
 	/*
-	 * This worker serves every QP of the device: it never waits for
-	 * what a user controls.  A receive queue busy elsewhere loses the
-	 * datagram, as a UD QP may.
+	 * The device's worker serves every QP of the device: it never waits
+	 * for what a user controls.  A receive queue busy elsewhere (a local
+	 * sender may be faulting its pages in) is the QP's worker's.
 	 */
-	if (!mutex_trylock(&rq->lock))
+	if (may_wait) {
+		mutex_lock(&rq->lock);
+	} else if (!mutex_trylock(&rq->lock)) {
+		ret = -EAGAIN;
 		goto put;
+	}
 	if (softmr_wq_pending(rq, &n)) {
 		softmr_qp_set_error(qp);	/* the owner's ring is garbage */
 		goto unlock;
@@ -632,11 +646,12 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 	st = softmr_rwqe_resolve(qp, rq, rwqe);
 	/*
 	 * Nor does it fault ODP memory in or wait for a dma-buf exporter:
-	 * such a receive WQE stays where it is and the datagram is lost
+	 * such a receive WQE stays where it is for the QP's worker
 	 * (Documentation: "The wire").
 	 */
-	if (st == IB_WC_SUCCESS && softmr_sgl_may_wait(rq->sgl)) {
+	if (st == IB_WC_SUCCESS && !may_wait && softmr_sgl_may_wait(rq->sgl)) {
 		softmr_sgl_release(rq->sgl);
+		ret = -EAGAIN;
 		goto unlock;
 	}
 	need = pkt->data_len + SOFTMR_GRH_BYTES;

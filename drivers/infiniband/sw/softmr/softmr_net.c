@@ -26,7 +26,6 @@
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -88,6 +87,7 @@ static void softmr_wire_detach_locked(struct softmr_dev *sdev)
 	struct softmr_net *sn = net_generic(sdev->wire_net, softmr_net_id);
 
 	WRITE_ONCE(sdev->wire, false);
+	WRITE_ONCE(sdev->wire6, false);
 	list_del_init(&sdev->wire_entry);
 	sdev->wire_net = NULL;
 	if (list_empty(&sn->devs) && sn->sock)
@@ -145,6 +145,31 @@ static bool softmr_wire_l3_ok(struct sk_buff *skb, bool ipv6)
 }
 
 /*
+ * An IPv6 source from another host that IPv4's input path (which checks
+ * the source against the routes) would have refused: unspecified,
+ * loopback, multicast, IPv4-mapped (the destination neither), or an
+ * address of this host's namespace.  A packet the loopback device carried
+ * was sent on this host (force_wire) and is left to the device checks.
+ * RCU held (the UDP receive path).
+ */
+static bool softmr_wire_src_ok(struct sk_buff *skb, bool ipv6)
+{
+	const struct ipv6hdr *h = ipv6_hdr(skb);
+
+	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6 ||
+	    (skb->dev->flags & IFF_LOOPBACK))
+		return true;
+	if (ipv6_addr_any(&h->saddr) || ipv6_addr_v4mapped(&h->daddr) ||
+	    (ipv6_addr_type(&h->saddr) & (IPV6_ADDR_LOOPBACK |
+					  IPV6_ADDR_MULTICAST |
+					  IPV6_ADDR_MAPPED)))
+		return false;
+	/* any device's, VRFs' and tentative ones included */
+	return !ipv6_chk_addr_and_flags(dev_net(skb->dev), &h->saddr, skb->dev,
+					true, 0, 0);
+}
+
+/*
  * The UDP sockets' receive hook (softirq).  @skb->data is at the UDP
  * header.  Returns 0: the packet is consumed, whatever became of it.
  */
@@ -176,11 +201,13 @@ static int softmr_wire_udp_recv(struct sock *sk, struct sk_buff *skb)
 	    get_unaligned_le32(bth + len - SOFTMR_ICRC_BYTES))
 		goto count;
 	/*
-	 * RC, UC and UD; the default partition; a UD packet within the
-	 * largest MTU (connections check theirs on the QP's path MTU)
+	 * A believable source; RC, UC and UD; the default partition; a UD
+	 * packet within the largest MTU (connections check theirs on the
+	 * QP's path MTU)
 	 */
 	bad = SOFTMR_CNT_WIRE_RX_DROPPED;
-	if ((pkt.pkey & 0x7fff) != (SOFTMR_DEF_PKEY & 0x7fff) ||
+	if (!softmr_wire_src_ok(skb, ipv6) ||
+	    (pkt.pkey & 0x7fff) != (SOFTMR_DEF_PKEY & 0x7fff) ||
 	    (SOFTMR_OP_TRANSPORT(pkt.opcode) == SOFTMR_OP_UD &&
 	     softmr_pkt_check_len(&pkt, ib_mtu_enum_to_int(IB_MTU_4096))))
 		goto count;
@@ -235,9 +262,8 @@ bool softmr_netdev_has_gid_addr(struct net_device *ndev,
 	struct in_device *in_dev;
 
 	if (!ipv6_addr_v4mapped(a))
-		return IS_ENABLED(CONFIG_IPV6) &&
-		       ipv6_stub->ipv6_dev_find(dev_net_rcu(ndev), a,
-						ndev) == ndev;
+		return IS_ENABLED(CONFIG_IPV6) && ipv6_mod_enabled() &&
+		       ipv6_dev_find(dev_net_rcu(ndev), a, ndev) == ndev;
 	in_dev = __in_dev_get_rcu(ndev);
 	if (!in_dev)
 		return false;
@@ -247,40 +273,50 @@ bool softmr_netdev_has_gid_addr(struct net_device *ndev,
 	return false;
 }
 
+/*
+ * One received packet: an RC or UC packet goes to its connection's worker;
+ * a UD datagram is delivered here, or by its QP's worker when the receive
+ * WQE may wait.  Return: 1 when a worker took @skb on (and counts it), 0
+ * when delivered here, a negative errno when nobody takes it.
+ */
+static int softmr_wire_rx_one(struct softmr_dev *sdev, struct sk_buff *skb)
+{
+	const struct udphdr *uh = udp_hdr(skb);
+	struct softmr_pkt pkt;
+	int err;
+
+	/* checked before it was queued; parsed again here */
+	if (softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh), &pkt))
+		return -EINVAL;
+	if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD)
+		return softmr_wire_conn_rx(sdev, skb, &pkt) ?: 1;
+	err = softmr_engine_wire_recv(sdev, &pkt, skb, false);
+	if (err == -EAGAIN)
+		return softmr_wire_ud_defer(sdev, pkt.dqpn, skb) ?: 1;
+	return err;
+}
+
 /**
  * softmr_wire_rx_work() - deliver a device's received packets
  * @work: the device's wire_rx_work
  *
  * Process context: QP lookup, the receive queue's lock, copies into MRs
- * (ODP faults included).
+ * (never into memory that may wait: softmr_wire_ud.c).
  */
 void softmr_wire_rx_work(struct work_struct *work)
 {
 	struct softmr_dev *sdev = container_of(work, struct softmr_dev,
 					       wire_rx_work);
 	struct sk_buff *skb;
+	int r;
 
 	while ((skb = skb_dequeue(&sdev->wire_rxq))) {
-		const struct udphdr *uh = udp_hdr(skb);
-		unsigned int len = ntohs(uh->len) - sizeof(*uh);
-		struct softmr_pkt pkt;
-
-		/* checked before it was queued; parsed again here */
-		if (softmr_pkt_parse(uh + 1, len, &pkt)) {
-			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
-		} else if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD) {
-			/* the QP's worker takes it on (and counts it) */
-			if (!softmr_wire_conn_rx(sdev, skb, &pkt)) {
-				cond_resched();
-				continue;
-			}
-			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
-		} else if (softmr_engine_wire_recv(sdev, &pkt, skb)) {
-			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
-		} else {
-			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_PACKETS, 1);
+		r = softmr_wire_rx_one(sdev, skb);
+		if (r <= 0) {
+			softmr_count(sdev, r ? SOFTMR_CNT_WIRE_RX_DROPPED :
+					       SOFTMR_CNT_WIRE_RX_PACKETS, 1);
+			kfree_skb(skb);
 		}
-		kfree_skb(skb);
 		cond_resched();
 	}
 }
@@ -340,7 +376,11 @@ void softmr_wire_attach(struct softmr_dev *sdev)
 			goto unlock;
 		}
 		sn->sock = sock;
-		/* IPv6 GIDs too, where the kernel has IPv6 */
+		/*
+		 * IPv6 GIDs too, where the kernel has IPv6.  Without the port
+		 * (any user may bind it first) no IPv6 GID takes the wire:
+		 * the answers to what we sent would go to that socket.
+		 */
 		sock = IS_ENABLED(CONFIG_IPV6) ?
 		       softmr_wire_sock_create(net, true) :
 		       ERR_PTR(-EAFNOSUPPORT);
@@ -352,6 +392,7 @@ void softmr_wire_attach(struct softmr_dev *sdev)
 	}
 	list_add(&sdev->wire_entry, &sn->devs);
 	sdev->wire_net = net;
+	WRITE_ONCE(sdev->wire6, !!sn->sock6);
 	WRITE_ONCE(sdev->wire, true);
 unlock:
 	mutex_unlock(&softmr_wire_lock);
@@ -484,9 +525,18 @@ static int softmr_wire_xmit6(struct net *net, struct sk_buff *skb,
 	/* link-local addresses are reached out of the device's own netdev */
 	if (!oif && (ipv6_addr_type(&fl.daddr) & IPV6_ADDR_LINKLOCAL))
 		return -EHOSTUNREACH;
-	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl, NULL);
+	dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
 	if (IS_ERR(dst))
 		return -EHOSTUNREACH;
+	/*
+	 * out of the device's own netdev (IPv6 routing with a source address
+	 * is not bound to the interface asked for), unless routed by the
+	 * table for force_wire
+	 */
+	if (oif && dst->dev->ifindex != oif) {
+		dst_release(dst);
+		return -EHOSTUNREACH;
+	}
 	uh = softmr_wire_push_udp(skb, sport);
 	skb_dst_set(skb, dst);
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
@@ -531,7 +581,14 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 	/* the netdev may move to another namespace: this one stays meanwhile */
 	rcu_read_lock();
 	net = dev_net_rcu(sdev->ndev);
-	if (ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw))
+	/*
+	 * The source GID is still an address of the netdev: an address
+	 * handle or a connection outlives the address it was made with,
+	 * which may belong to another host by now.
+	 */
+	if (!softmr_netdev_has_gid_addr(sdev->ndev, &av->sgid))
+		err = -EHOSTUNREACH;
+	else if (ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw))
 		err = softmr_wire_xmit4(net, skb, av, sport, oif);
 	else
 #if IS_ENABLED(CONFIG_IPV6)
@@ -568,7 +625,7 @@ bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 	if (ipv6_addr_v4mapped(d))
 		return ipv6_addr_v4mapped(s) &&
 		       !ipv4_is_multicast(d->s6_addr32[3]);
-	return IS_ENABLED(CONFIG_IPV6) && !ipv6_addr_v4mapped(s) &&
+	return READ_ONCE(sdev->wire6) && !ipv6_addr_v4mapped(s) &&
 	       !ipv6_addr_is_multicast(d);
 }
 
@@ -628,11 +685,16 @@ int softmr_net_init(void)
 	err = softmr_wire_conn_init();
 	if (err)
 		goto err_wq;
-	err = register_pernet_subsys(&softmr_net_ops);
+	err = softmr_wire_ud_wq_init();
 	if (err)
 		goto err_conn;
+	err = register_pernet_subsys(&softmr_net_ops);
+	if (err)
+		goto err_ud;
 	return 0;
 
+err_ud:
+	softmr_wire_ud_wq_exit();
 err_conn:
 	softmr_wire_conn_exit();
 err_wq:
@@ -643,6 +705,7 @@ err_wq:
 void softmr_net_exit(void)
 {
 	unregister_pernet_subsys(&softmr_net_ops);
+	softmr_wire_ud_wq_exit();
 	softmr_wire_conn_exit();
 	destroy_workqueue(softmr_wire_wq);
 }

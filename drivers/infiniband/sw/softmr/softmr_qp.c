@@ -232,6 +232,7 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_LIST_HEAD(&qp->rnr_entry);
 	qp->rnr_left = -1;
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
+	softmr_wire_ud_init(qp);
 
 	err = softmr_engine_qp_init(qp);
 	if (err)
@@ -491,6 +492,7 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	switch (new) {
 	case IB_QPS_RESET:
 		softmr_wire_conn_reset(qp);
+		softmr_wire_ud_reset(qp);
 		softmr_qp_reset_rings(qp);
 		break;
 	case IB_QPS_RTR:
@@ -594,6 +596,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	softmr_rnr_forget(qp);
 	disable_delayed_work_sync(&qp->sq_work);
 	softmr_wire_conn_close(qp);
+	softmr_wire_ud_close(qp);
 
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);

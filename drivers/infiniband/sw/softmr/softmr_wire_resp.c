@@ -212,8 +212,14 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 						IB_ACCESS_REMOTE_WRITE, &key);
 			if (!mr)
 				return SOFTMR_RESP_ACC;
-			/* ODP: the message's pages with one fault */
-			softmr_odp_prefetch_ahead(mr, wc->wva, wc->wlen, true);
+			/*
+			 * ODP: the message's pages with one fault; RC only:
+			 * a UC peer could start a message (and its 4 MiB
+			 * prefetch) with every packet
+			 */
+			if (!wc->uc)
+				softmr_odp_prefetch_ahead(mr, wc->wva, wc->wlen,
+							  true);
 			softmr_mr_put(mr);
 		}
 	}
