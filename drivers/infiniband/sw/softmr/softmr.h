@@ -617,7 +617,7 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	carries the connection, not the local transport
  * @ud_inq: UD: datagrams from the wire for a receive WQE that may wait,
  *	for @ud_work (softmr_wire_ud.c); its lock guards @ud_closed
- * @ud_work: delivers @ud_inq on the connections' workqueue
+ * @ud_work: delivers @ud_inq on the softmr_ud workqueue
  * @ud_closed: being destroyed: nothing more is queued on @ud_inq
  */
 struct softmr_qp {
@@ -891,6 +891,7 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av);
 bool softmr_wire_takes(struct softmr_dev *sdev, const struct softmr_av *av,
 		       bool *forced);
+int softmr_wire_skb_parse(const struct sk_buff *skb, struct softmr_pkt *pkt);
 void softmr_wire_skb_gids(const struct sk_buff *skb, union ib_gid *src,
 			  union ib_gid *dst);
 bool softmr_netdev_has_gid_addr(struct net_device *ndev,

@@ -19,9 +19,9 @@
 #include <linux/inetdevice.h>
 #include <linux/ip.h>
 #include <linux/module.h>
+#include <linux/ipv6.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
-#include <linux/ipv6.h>
 #include <net/addrconf.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
@@ -224,6 +224,23 @@ free:
 }
 
 /**
+ * softmr_wire_skb_parse() - parse a queued packet again
+ * @skb: a packet the receive hook accepted and queued
+ * @pkt: set to its parse
+ *
+ * The workers parse what they take off a queue once more rather than
+ * keep the receive hook's parse with the packet.
+ *
+ * Return: 0, or the parser's error.
+ */
+int softmr_wire_skb_parse(const struct sk_buff *skb, struct softmr_pkt *pkt)
+{
+	const struct udphdr *uh = udp_hdr(skb);
+
+	return softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh), pkt);
+}
+
+/**
  * softmr_wire_skb_gids() - a received packet's source and destination
  * @skb: a packet the receive hook accepted (its IP header is IPv4 or IPv6)
  * @src: set to its source address as a GID (IPv4 mapped into IPv6)
@@ -281,12 +298,10 @@ bool softmr_netdev_has_gid_addr(struct net_device *ndev,
  */
 static int softmr_wire_rx_one(struct softmr_dev *sdev, struct sk_buff *skb)
 {
-	const struct udphdr *uh = udp_hdr(skb);
 	struct softmr_pkt pkt;
 	int err;
 
-	/* checked before it was queued; parsed again here */
-	if (softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh), &pkt))
+	if (softmr_wire_skb_parse(skb, &pkt))
 		return -EINVAL;
 	if (SOFTMR_OP_TRANSPORT(pkt.opcode) != SOFTMR_OP_UD)
 		return softmr_wire_conn_rx(sdev, skb, &pkt) ?: 1;

@@ -400,11 +400,9 @@ put:
 static void softmr_wire_conn_handle(struct softmr_wire_conn *wc,
 				    struct sk_buff *skb)
 {
-	const struct udphdr *uh = udp_hdr(skb);
 	struct softmr_pkt pkt;
 
-	/* checked before it was queued; parsed again here */
-	if (softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh), &pkt)) {
+	if (softmr_wire_skb_parse(skb, &pkt)) {
 		softmr_count(wc->qp->sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
 		return;
 	}

@@ -14,7 +14,6 @@
  */
 
 #include <linux/skbuff.h>
-#include <linux/udp.h>
 
 #include "softmr.h"
 #include "softmr_wire.h"
@@ -38,8 +37,13 @@ void softmr_wire_ud_wq_exit(void)
 	destroy_workqueue(softmr_wire_ud_wq);
 }
 
-/* Drop the datagrams queued for the QP's worker. */
-static void softmr_wire_ud_purge(struct softmr_qp *qp)
+/**
+ * softmr_wire_ud_reset() - drop the datagrams queued for the QP's worker
+ * @qp: the QP, going to RESET (what arrived before is not delivered into
+ *	the WQEs posted after it; a datagram the worker has in hand finds the
+ *	QP not receiving) or being destroyed
+ */
+void softmr_wire_ud_reset(struct softmr_qp *qp)
 {
 	unsigned long flags;
 	u32 n;
@@ -64,14 +68,10 @@ static void softmr_wire_ud_work(struct work_struct *work)
 	struct sk_buff *skb;
 
 	while (budget-- && (skb = skb_dequeue(&qp->ud_inq))) {
-		const struct udphdr *uh = udp_hdr(skb);
 		struct softmr_pkt pkt;
 
 		atomic_dec(&sdev->wire_ud_queued);
-		/* checked before it was queued; parsed again here */
-		if (READ_ONCE(qp->dying) ||
-		    softmr_pkt_parse(uh + 1, ntohs(uh->len) - sizeof(*uh),
-				     &pkt) ||
+		if (READ_ONCE(qp->dying) || softmr_wire_skb_parse(skb, &pkt) ||
 		    pkt.dqpn != qp->ibqp.qp_num ||
 		    softmr_engine_wire_recv(sdev, &pkt, skb, true))
 			softmr_count(sdev, SOFTMR_CNT_WIRE_RX_DROPPED, 1);
@@ -147,17 +147,5 @@ void softmr_wire_ud_close(struct softmr_qp *qp)
 	qp->ud_closed = true;
 	spin_unlock_irqrestore(&qp->ud_inq.lock, flags);
 	cancel_work_sync(&qp->ud_work);
-	softmr_wire_ud_purge(qp);
-}
-
-/**
- * softmr_wire_ud_reset() - the QP goes to RESET: its queued datagrams go
- * @qp: the QP
- *
- * What arrived before the reset is not delivered into the WQEs posted
- * after it (a datagram the worker has in hand finds the QP not receiving).
- */
-void softmr_wire_ud_reset(struct softmr_qp *qp)
-{
-	softmr_wire_ud_purge(qp);
+	softmr_wire_ud_reset(qp);
 }
