@@ -89,11 +89,13 @@ install-test: module provider tests
 
 # Two VMs joined by one link (scripts/vm-pair): the harness itself
 # (pair-smoke: rxe on both ends, softmr off the wire), then softmr on the
-# wire to softmr and to rxe: UD (pair-wire), RC and UC (pair-rc).
+# wire to softmr and to rxe: UD and malformed packets (pair-wire), forged
+# packets into live RC and UC connections (pair-fuzz), RC and UC (pair-rc).
 pair-test: module provider tests
 	SOFTMR_VM_MODARGS= scripts/vm-pair 'userspace/tests/pair-smoke A' 'userspace/tests/pair-smoke B'
 	scripts/vm-pair 'userspace/tests/pair-wire A' 'userspace/tests/pair-wire B'
 	SOFTMR_PAIR_B=rxe scripts/vm-pair 'userspace/tests/pair-wire A' 'userspace/tests/pair-wire B'
+	scripts/vm-pair 'userspace/tests/pair-fuzz A' 'userspace/tests/pair-fuzz B'
 	scripts/vm-pair 'userspace/tests/pair-rc A' 'userspace/tests/pair-rc B'
 	SOFTMR_PAIR_B=rxe scripts/vm-pair 'userspace/tests/pair-rc A' 'userspace/tests/pair-rc B'
 
