@@ -89,7 +89,8 @@ install-test: module provider tests
 
 # Two VMs joined by one link (scripts/vm-pair): the harness itself
 # (pair-smoke: rxe on both ends, softmr off the wire), then softmr on the
-# wire to softmr and to rxe: UD and malformed packets (pair-wire), forged
+# wire to softmr and to rxe: UD, malformed packets and the MR family in
+# pyverbs (pair-wire, pair-pyverbs), forged
 # packets into live RC and UC connections (pair-fuzz), RC and UC (pair-rc).
 pair-test: module provider tests
 	SOFTMR_VM_MODARGS= scripts/vm-pair 'userspace/tests/pair-smoke A' 'userspace/tests/pair-smoke B'
