@@ -7,10 +7,14 @@
  * while fewer than SOFTMR_WIRE_PKT_WINDOW are unacknowledged; an ACK, a
  * read response or an atomic ACK answers WQEs, which complete in order
  * from the head of the window.  Loss is repaired go-back-N: a sequence
- * NAK, an ACK past an unanswered read, or the retransmission timer moves
- * @spsn back to the oldest unacknowledged PSN (retry_cnt times, then
- * IB_WC_RETRY_EXC_ERR).  An RNR NAK stops sending for the responder's RNR
- * timer (rnr_retry times, 7: for ever).  UC sends and completes at once.
+ * NAK or the retransmission timer moves @spsn back to the oldest
+ * unacknowledged PSN (retry_cnt times, then IB_WC_RETRY_EXC_ERR).  A read
+ * or atomic whose answer was lost (a gap in its responses, or an answer
+ * to something after it) is asked for again alone, and the answers after
+ * it are taken as they come: going back N there would have the responder
+ * send the whole window again for each answer that follows a loss.  An
+ * RNR NAK stops sending for the responder's RNR timer (rnr_retry times, 7:
+ * for ever).  UC sends and completes at once.
  *
  * Everything here runs under the QP's sq.lock; packets from the peer are
  * untrusted: an answer for a PSN never sent, out of order, or of the wrong
@@ -201,8 +205,12 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 
 		if (softmr_psn_diff(wc->spsn, end) >= 0)
 			continue;	/* all sent */
-		if (w->done)
+		if (w->done && w->status != IB_WC_SUCCESS)
 			break;		/* failed: nothing after it goes */
+		if (w->done) {		/* answered: not again */
+			wc->spsn = end;
+			continue;
+		}
 		if (softmr_psn_diff(wc->spsn, w->psn) < 0)
 			wc->spsn = w->psn;
 		while (softmr_psn_diff(wc->spsn, end) < 0) {
@@ -373,12 +381,55 @@ static void softmr_wire_req_progress(struct softmr_wire_conn *wc)
 }
 
 /*
+ * Ask for @w (a read or an atomic whose answer was lost) again, alone: the
+ * answers to what follows it are on their way, and asking for them too
+ * (go-back-N) would have the responder send them all again -- under loss,
+ * once for every answer that arrives after the gap.  Once, until an
+ * answer to it arrives in order or the timer fires (which goes back N).
+ */
+static void softmr_wire_req_reask(struct softmr_wire_conn *wc,
+				  struct softmr_wire_wqe *w)
+{
+	enum ib_qp_state state = READ_ONCE(wc->qp->state);
+
+	if (w->regap || wc->rnr_wait ||
+	    (state != IB_QPS_RTS && state != IB_QPS_SQD))
+		return;
+	w->regap = true;
+	/* a read from its first missing response (send_one) */
+	softmr_wire_req_send_one(wc, w, 0);
+}
+
+/* The oldest PSN not yet answered, once WQEs were answered out of order. */
+static void softmr_wire_req_update_una(struct softmr_wire_conn *wc)
+{
+	u32 i;
+
+	for (i = wc->head; i != wc->tail; i++) {
+		struct softmr_wire_wqe *w = softmr_win(wc, i);
+
+		u32 una = w->psn;
+
+		if (w->done)
+			continue;
+		if (w->resp)	/* a read: from its first missing response */
+			una = softmr_psn_add(una, div_u64(w->got, wc->mtu));
+		if (softmr_psn_diff(una, wc->una) > 0)
+			wc->una = una;
+		return;
+	}
+	wc->una = wc->npsn;
+}
+
+/*
  * Everything up to and including @psn is acknowledged.  A read or atomic
- * there without its answer lost it: ask again.
- * Return: false when that happened.
+ * there without its answer lost it: it is asked for again (alone); what
+ * follows it is acknowledged all the same.
+ * Return: false when such an answer is missing.
  */
 static bool softmr_wire_req_acked(struct softmr_wire_conn *wc, u32 psn)
 {
+	bool all = true;
 	u32 i;
 
 	for (i = wc->head; i != wc->tail; i++) {
@@ -390,16 +441,20 @@ static bool softmr_wire_req_acked(struct softmr_wire_conn *wc, u32 psn)
 		if (w->done)
 			continue;
 		if (w->resp) {
-			wc->una = w->psn;
-			softmr_wire_req_goback(wc, w->psn);
-			return false;
+			u32 missing = div_u64(w->got, wc->mtu);
+
+			if (all)
+				wc->una = softmr_psn_add(w->psn, missing);
+			all = false;
+			softmr_wire_req_reask(wc, w);
+			continue;
 		}
 		if (softmr_psn_diff(last, psn) <= 0)
 			w->done = true;
 	}
-	if (softmr_psn_diff(psn, wc->una) >= 0)
+	if (all && softmr_psn_diff(psn, wc->una) >= 0)
 		wc->una = softmr_psn_add(psn, 1);
-	return true;
+	return all;
 }
 
 /* The not yet answered WQE whose PSNs hold @psn, or NULL. */
@@ -451,9 +506,12 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 		return;
 	}
 	softmr_count(wc->qp->sdev, SOFTMR_CNT_WIRE_NAKS_RCVD, 1);
-	/* a NAK acknowledges what came before it */
-	if (psn != wc->una && !softmr_wire_req_acked(wc, softmr_psn_add(psn, -1)))
-		return;
+	/*
+	 * a NAK acknowledges what came before it (a read or atomic there
+	 * without its answer is asked for again; the NAK stands)
+	 */
+	if (psn != wc->una)
+		softmr_wire_req_acked(wc, softmr_psn_add(psn, -1));
 	w = softmr_wire_req_find(wc, psn);
 	if (!w)
 		return;
@@ -504,11 +562,8 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		 * than when the timer fires (once, until one arrives in
 		 * order); a response already seen: ignored.
 		 */
-		if (softmr_psn_diff(pkt->psn, softmr_psn_add(w->psn, idx)) > 0 &&
-		    !w->regap) {
-			w->regap = true;
-			softmr_wire_req_goback(wc, w->psn);
-		}
+		if (softmr_psn_diff(pkt->psn, softmr_psn_add(w->psn, idx)) > 0)
+			softmr_wire_req_reask(wc, w);
 		return;
 	}
 	w->regap = false;
@@ -523,10 +578,12 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	if (last != (idx == w->npkts - 1) || (!idx && !start) ||
 	    pkt->data_len != want)
 		return;
-	/* it answers everything before it */
-	if (w->psn != wc->una &&
-	    !softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1)))
-		return;
+	/*
+	 * it answers everything before it (a read or atomic there without
+	 * its answer is asked for again; this one goes on)
+	 */
+	if (w->psn != wc->una)
+		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
 	if (want) {
 		if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
 				       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
@@ -546,7 +603,7 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		softmr_wire_req_arm(wc);
 	if (idx == w->npkts - 1) {
 		w->done = true;
-		wc->una = softmr_win_end(w);
+		softmr_wire_req_update_una(wc);
 		if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 			wc->spsn = wc->una;
 		/* progress is a read done: a tail always lost fails it */
@@ -565,9 +622,8 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	if (!w || !softmr_wire_is_atomic(w->wqe->opcode) ||
 	    w->psn != pkt->psn)
 		return;
-	if (w->psn != wc->una &&
-	    !softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1)))
-		return;
+	if (w->psn != wc->una)
+		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
 			       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 			       wc->sgl) != IB_WC_SUCCESS ||
@@ -578,7 +634,7 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	else
 		w->done = true;
 	softmr_sgl_release(wc->sgl);
-	wc->una = softmr_win_end(w);
+	softmr_wire_req_update_una(wc);
 	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 		wc->spsn = wc->una;
 	softmr_wire_req_progress(wc);
@@ -633,8 +689,14 @@ void softmr_wire_req_timer(struct softmr_wire_conn *wc)
 		softmr_wire_req_retire(wc);
 		return;
 	}
-	if (!wc->rnr_wait)
+	if (!wc->rnr_wait) {
+		u32 i;
+
+		/* what was asked for again may be lost too */
+		for (i = wc->head; i != wc->tail; i++)
+			softmr_win(wc, i)->regap = false;
 		softmr_wire_req_goback(wc, wc->una);
+	}
 	wc->rnr_wait = false;
 	softmr_wire_req_push(wc);
 	if (!wc->timer_on)
