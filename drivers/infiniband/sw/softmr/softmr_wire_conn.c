@@ -206,6 +206,7 @@ void softmr_wire_conn_rts(struct softmr_qp *qp, const struct ib_qp_attr *attr)
 	wc->resp_max = max_t(u32, attr->max_rd_atomic, 1);
 	timeout = attr->timeout;
 	wc->spsn = wc->npsn;
+	wc->hpsn = wc->npsn;
 	wc->una = wc->npsn;
 	/* 4.096 µs << timeout; 0: no timer (IBTA 9.7.6.1.3) */
 	wc->timeout = timeout ?

@@ -98,6 +98,7 @@ struct softmr_wire_res {
  * @tail: index of the next free one
  * @npsn: PSN of the next new WQE
  * @spsn: next PSN to send (go-back-N moves it back)
+ * @hpsn: the PSN after the highest one sent (answers beyond it are forged)
  * @una: oldest PSN not acknowledged
  * @resp_out: reads and atomics in flight
  * @resp_max: their limit (max_rd_atomic)
@@ -149,7 +150,7 @@ struct softmr_wire_conn {
 	struct softmr_wire_wqe win[SOFTMR_WIRE_WINDOW];
 	void *copies;
 	u32 head, tail;
-	u32 npsn, spsn, una;
+	u32 npsn, spsn, hpsn, una;
 	u32 resp_out, resp_max;
 	unsigned long timeout;
 	unsigned long deadline;

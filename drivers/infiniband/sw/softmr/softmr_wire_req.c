@@ -232,6 +232,8 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			}
 			sent = true;
 			wc->spsn = w->resp ? end : softmr_psn_add(wc->spsn, 1);
+			if (softmr_psn_diff(wc->spsn, wc->hpsn) > 0)
+				wc->hpsn = wc->spsn;
 		}
 	}
 out:
@@ -392,7 +394,9 @@ static void softmr_wire_req_reask(struct softmr_wire_conn *wc,
 {
 	enum ib_qp_state state = READ_ONCE(wc->qp->state);
 
-	if (w->regap || wc->rnr_wait ||
+	/* without a timer (timeout 0) nothing else would ask again */
+	if ((w->regap && wc->timeout) || wc->rnr_wait ||
+	    softmr_psn_diff(w->psn, wc->hpsn) >= 0 ||
 	    (state != IB_QPS_RTS && state != IB_QPS_SQD))
 		return;
 	w->regap = true;
@@ -400,25 +404,35 @@ static void softmr_wire_req_reask(struct softmr_wire_conn *wc,
 	softmr_wire_req_send_one(wc, w, 0);
 }
 
-/* The oldest PSN not yet answered, once WQEs were answered out of order. */
-static void softmr_wire_req_update_una(struct softmr_wire_conn *wc)
+/* The oldest WQE not yet answered, or NULL. */
+static struct softmr_wire_wqe *softmr_wire_req_oldest(struct softmr_wire_conn *wc)
 {
 	u32 i;
 
 	for (i = wc->head; i != wc->tail; i++) {
 		struct softmr_wire_wqe *w = softmr_win(wc, i);
 
-		u32 una = w->psn;
+		if (!w->done)
+			return w;
+	}
+	return NULL;
+}
 
-		if (w->done)
-			continue;
-		if (w->resp)	/* a read: from its first missing response */
-			una = softmr_psn_add(una, div_u64(w->got, wc->mtu));
-		if (softmr_psn_diff(una, wc->una) > 0)
-			wc->una = una;
+/* The oldest PSN not yet answered, once WQEs were answered out of order. */
+static void softmr_wire_req_update_una(struct softmr_wire_conn *wc)
+{
+	struct softmr_wire_wqe *w = softmr_wire_req_oldest(wc);
+	u32 una;
+
+	if (!w) {
+		wc->una = wc->npsn;
 		return;
 	}
-	wc->una = wc->npsn;
+	una = w->psn;
+	if (w->resp)	/* a read: from its first missing response */
+		una = softmr_psn_add(una, div_u64(w->got, wc->mtu));
+	if (softmr_psn_diff(una, wc->una) > 0)
+		wc->una = una;
 }
 
 /*
@@ -550,10 +564,12 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
 	bool last, start;
-	u32 idx, want;
+	u32 idx, want, una;
 	u8 op;
 
-	if (!w || w->wqe->opcode != IB_WR_RDMA_READ)
+	/* an answer to a PSN not yet sent is forged */
+	if (!w || w->wqe->opcode != IB_WR_RDMA_READ ||
+	    softmr_psn_diff(pkt->psn, wc->hpsn) >= 0)
 		return;
 	idx = div_u64(w->got, wc->mtu);
 	if (pkt->psn != softmr_psn_add(w->psn, idx)) {
@@ -566,7 +582,6 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 			softmr_wire_req_reask(wc, w);
 		return;
 	}
-	w->regap = false;
 	/*
 	 * the last response ends the message (LAST, ONLY), the first starts
 	 * it (FIRST, ONLY); a read asked again from the middle starts anew
@@ -578,6 +593,8 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	if (last != (idx == w->npkts - 1) || (!idx && !start) ||
 	    pkt->data_len != want)
 		return;
+	/* an answer in order: a later gap may ask again */
+	w->regap = false;
 	/*
 	 * it answers everything before it (a read or atomic there without
 	 * its answer is asked for again; this one goes on)
@@ -598,16 +615,24 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		softmr_sgl_release(wc->sgl);
 	}
 	w->got += want;
-	/* a long read is alive while its responses come */
-	if (wc->timer_on && !wc->rnr_wait)
+	/*
+	 * a long read is alive while its responses come (the oldest one:
+	 * a later read's stream must not put off the repair of an earlier)
+	 */
+	if (wc->timer_on && !wc->rnr_wait && w == softmr_wire_req_oldest(wc))
 		softmr_wire_req_arm(wc);
 	if (idx == w->npkts - 1) {
 		w->done = true;
+		una = wc->una;
 		softmr_wire_req_update_una(wc);
 		if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 			wc->spsn = wc->una;
-		/* progress is a read done: a tail always lost fails it */
-		softmr_wire_req_progress(wc);
+		/*
+		 * progress is the oldest read done (a tail always lost fails
+		 * it); a later one answered first does not reset the retries
+		 */
+		if (wc->una != una)
+			softmr_wire_req_progress(wc);
 	}
 }
 
@@ -618,9 +643,10 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
 	u64 orig = pkt->orig;
+	u32 una;
 
 	if (!w || !softmr_wire_is_atomic(w->wqe->opcode) ||
-	    w->psn != pkt->psn)
+	    w->psn != pkt->psn || softmr_psn_diff(pkt->psn, wc->hpsn) >= 0)
 		return;
 	if (w->psn != wc->una)
 		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
@@ -634,10 +660,12 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	else
 		w->done = true;
 	softmr_sgl_release(wc->sgl);
+	una = wc->una;
 	softmr_wire_req_update_una(wc);
 	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 		wc->spsn = wc->una;
-	softmr_wire_req_progress(wc);
+	if (wc->una != una)
+		softmr_wire_req_progress(wc);
 }
 
 /**
@@ -707,17 +735,25 @@ void softmr_wire_req_timer(struct softmr_wire_conn *wc)
  * softmr_wire_req_flush() - complete the window in the error state
  * @wc: the connection (sq.lock held)
  *
- * WQEs answered before complete as they were, the rest with
- * IB_WC_WR_FLUSH_ERR, in order.
+ * WQEs answered before the first one that failed or was never answered
+ * complete as they were; that one as it failed, and everything after it
+ * with IB_WC_WR_FLUSH_ERR, in order.
  */
 void softmr_wire_req_flush(struct softmr_wire_conn *wc)
 {
 	struct softmr_qp *qp = wc->qp;
+	bool err = false;
 
 	while (!softmr_wire_win_empty(wc)) {
 		struct softmr_wire_wqe *w = softmr_win(wc, wc->head);
-		enum ib_wc_status st = w->done ? w->status : IB_WC_WR_FLUSH_ERR;
+		enum ib_wc_status st = w->done && !err ? w->status :
+					IB_WC_WR_FLUSH_ERR;
 
+		/*
+		 * answered out of order behind one that failed or was never
+		 * answered: flushed, as everything after an error is
+		 */
+		err |= st != IB_WC_SUCCESS;
 		wc->head++;
 		softmr_wq_retire(&qp->sq);
 		softmr_send_complete(qp, w->wqe, st,
