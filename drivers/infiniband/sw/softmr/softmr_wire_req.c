@@ -340,6 +340,14 @@ static void softmr_wire_req_retire(struct softmr_wire_conn *wc)
 		softmr_send_complete(qp, w->wqe, w->status,
 				     w->status == IB_WC_SUCCESS ? (u32)w->len : 0);
 		if (w->status != IB_WC_SUCCESS) {
+			u32 i;
+
+			/*
+			 * what was answered out of order behind it is flushed
+			 * like the rest (softmr_wire_req_flush())
+			 */
+			for (i = wc->head; i != wc->tail; i++)
+				softmr_win(wc, i)->done = false;
 			softmr_qp_set_error(qp);
 			break;
 		}
@@ -394,8 +402,7 @@ static void softmr_wire_req_reask(struct softmr_wire_conn *wc,
 {
 	enum ib_qp_state state = READ_ONCE(wc->qp->state);
 
-	/* without a timer (timeout 0) nothing else would ask again */
-	if ((w->regap && wc->timeout) || wc->rnr_wait ||
+	if (w->regap || wc->rnr_wait ||
 	    softmr_psn_diff(w->psn, wc->hpsn) >= 0 ||
 	    (state != IB_QPS_RTS && state != IB_QPS_SQD))
 		return;
