@@ -41,6 +41,16 @@ static u32 softmr_win_end(const struct softmr_wire_wqe *w)
 	return softmr_psn_add(w->psn, w->npkts);
 }
 
+/*
+ * @w's first PSN not yet answered: a read's first missing response (what
+ * arrived stays), anything else its first PSN (only reads count @got).
+ */
+static u32 softmr_win_missing(const struct softmr_wire_conn *wc,
+			      const struct softmr_wire_wqe *w)
+{
+	return softmr_psn_add(w->psn, div_u64(w->got, wc->mtu));
+}
+
 static bool softmr_wire_is_atomic(u32 opcode)
 {
 	return opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
@@ -111,7 +121,7 @@ static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
 	case IB_WR_RDMA_READ:
 		/* from the first response missing (IBTA 9.7.4.1.4) */
 		pkt.opcode = SOFTMR_OP_READ_REQ;
-		pkt.psn = softmr_psn_add(w->psn, div_u64(w->got, wc->mtu));
+		pkt.psn = softmr_win_missing(wc, w);
 		pkt.va = wqe->wr.rdma.remote_addr + w->got;
 		pkt.rkey = wqe->wr.rdma.rkey;
 		pkt.dma_len = w->len - w->got;
@@ -425,21 +435,27 @@ static struct softmr_wire_wqe *softmr_wire_req_oldest(struct softmr_wire_conn *w
 	return NULL;
 }
 
-/* The oldest PSN not yet answered, once WQEs were answered out of order. */
-static void softmr_wire_req_update_una(struct softmr_wire_conn *wc)
+/*
+ * An answer completed a WQE: @una moves to the oldest one still not
+ * answered.  Only that is progress: a later WQE answered first (out of
+ * order) neither resets the retries nor restarts the timer.
+ */
+static void softmr_wire_req_answered(struct softmr_wire_conn *wc)
 {
 	struct softmr_wire_wqe *w = softmr_wire_req_oldest(wc);
-	u32 una;
+	u32 una = wc->una, missing;
 
 	if (!w) {
 		wc->una = wc->npsn;
-		return;
+	} else {
+		missing = softmr_win_missing(wc, w);
+		if (softmr_psn_diff(missing, wc->una) > 0)
+			wc->una = missing;
 	}
-	una = w->psn;
-	if (w->resp)	/* a read: from its first missing response */
-		una = softmr_psn_add(una, div_u64(w->got, wc->mtu));
-	if (softmr_psn_diff(una, wc->una) > 0)
-		wc->una = una;
+	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
+		wc->spsn = wc->una;
+	if (wc->una != una)
+		softmr_wire_req_progress(wc);
 }
 
 /*
@@ -462,10 +478,8 @@ static bool softmr_wire_req_acked(struct softmr_wire_conn *wc, u32 psn)
 		if (w->done)
 			continue;
 		if (w->resp) {
-			u32 missing = div_u64(w->got, wc->mtu);
-
 			if (all)
-				wc->una = softmr_psn_add(w->psn, missing);
+				wc->una = softmr_win_missing(wc, w);
 			all = false;
 			softmr_wire_req_reask(wc, w);
 			continue;
@@ -571,7 +585,7 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
 	bool last, start;
-	u32 idx, want, una;
+	u32 idx, want;
 	u8 op;
 
 	/* an answer to a PSN not yet sent is forged */
@@ -630,16 +644,8 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 		softmr_wire_req_arm(wc);
 	if (idx == w->npkts - 1) {
 		w->done = true;
-		una = wc->una;
-		softmr_wire_req_update_una(wc);
-		if (softmr_psn_diff(wc->spsn, wc->una) < 0)
-			wc->spsn = wc->una;
-		/*
-		 * progress is the oldest read done (a tail always lost fails
-		 * it); a later one answered first does not reset the retries
-		 */
-		if (wc->una != una)
-			softmr_wire_req_progress(wc);
+		/* progress is a read done: a tail always lost fails it */
+		softmr_wire_req_answered(wc);
 	}
 }
 
@@ -650,7 +656,6 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
 	u64 orig = pkt->orig;
-	u32 una;
 
 	if (!w || !softmr_wire_is_atomic(w->wqe->opcode) ||
 	    w->psn != pkt->psn || softmr_psn_diff(pkt->psn, wc->hpsn) >= 0)
@@ -667,12 +672,7 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 	else
 		w->done = true;
 	softmr_sgl_release(wc->sgl);
-	una = wc->una;
-	softmr_wire_req_update_una(wc);
-	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
-		wc->spsn = wc->una;
-	if (wc->una != una)
-		softmr_wire_req_progress(wc);
+	softmr_wire_req_answered(wc);
 }
 
 /**
