@@ -4,8 +4,8 @@
  * ICRC is known (a CNP captured from a ConnectX-4 Lx, scapy's RoCE
  * regression packet), header build/parse round trips for every opcode,
  * the parser's refusals of malformed packets, payload length rules, PSN
- * arithmetic across the 24-bit wrap, and the responder's sequence and
- * opcode-order decisions.
+ * arithmetic across the 24-bit wrap, the responder's sequence and
+ * opcode-order decisions, and the requester's congestion window.
  */
 
 #include <kunit/test.h>
@@ -15,6 +15,7 @@
 
 #include "softmr_compat.h"
 #include "softmr_wire.h"
+#include "softmr_wire_cc.h"
 
 /*
  * A RoCEv2 CNP as a ConnectX-4 Lx sent it (IPv4 10.0.17.1 -> 10.0.18.1,
@@ -530,6 +531,92 @@ static void softmr_test_opseq(struct kunit *test)
 			-EPROTO);
 }
 
+/* the window doubles a round trip up to the threshold, across the wrap */
+static void softmr_test_cc_slow_start(struct kunit *test)
+{
+	struct softmr_wire_cc cc;
+	u32 una = 0xfffff8;
+
+	softmr_wire_cc_init(&cc, una);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, SOFTMR_WIRE_CWND_INIT);
+	una = softmr_psn_add(una, cc.cwnd);
+	softmr_wire_cc_acked(&cc, una);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 2 * SOFTMR_WIRE_CWND_INIT);
+	/* an answer behind what was counted grows nothing */
+	softmr_wire_cc_acked(&cc, softmr_psn_add(una, -3));
+	softmr_wire_cc_acked(&cc, una);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 2 * SOFTMR_WIRE_CWND_INIT);
+	/* never beyond the largest window */
+	una = softmr_psn_add(una, 10 * SOFTMR_WIRE_PKT_WINDOW);
+	softmr_wire_cc_acked(&cc, una);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, SOFTMR_WIRE_PKT_WINDOW);
+	KUNIT_EXPECT_EQ(test, cc.acc, 0);
+}
+
+/*
+ * A loss halves the window once per window; above the threshold it grows
+ * by one packet for a window's worth acknowledged.
+ */
+static void softmr_test_cc_loss(struct kunit *test)
+{
+	struct softmr_wire_cc cc;
+	u32 una = 100, hpsn;
+
+	softmr_wire_cc_init(&cc, una);
+	una += 24;
+	softmr_wire_cc_acked(&cc, una);
+	KUNIT_ASSERT_EQ(test, cc.cwnd, 40);
+	hpsn = una + 40;
+	softmr_wire_cc_loss(&cc, una + 3, hpsn, false);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 20);
+	KUNIT_EXPECT_EQ(test, cc.ssthresh, 20);
+	/* more of the same window: no second halving */
+	softmr_wire_cc_loss(&cc, una + 30, hpsn + 5, false);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 20);
+	/* no growth while the window's losses are repaired */
+	softmr_wire_cc_acked(&cc, hpsn - 1);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 20);
+	/* past the loss: growth by one for each window acknowledged */
+	softmr_wire_cc_acked(&cc, hpsn);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 20);
+	softmr_wire_cc_acked(&cc, hpsn + 19);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 20);
+	softmr_wire_cc_acked(&cc, hpsn + 20);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 21);
+	softmr_wire_cc_acked(&cc, hpsn + 20 + 21 + 22);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 23);
+	/* a loss in a later window halves again */
+	softmr_wire_cc_loss(&cc, hpsn + 63, hpsn + 80, false);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, 11);
+	/* a timeout: down to the least, whatever came before */
+	softmr_wire_cc_loss(&cc, hpsn + 63, hpsn + 80, true);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, SOFTMR_WIRE_CWND_MIN);
+	KUNIT_EXPECT_EQ(test, cc.ssthresh, 5);
+	/* and never below it */
+	softmr_wire_cc_loss(&cc, hpsn + 90, hpsn + 100, true);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, SOFTMR_WIRE_CWND_MIN);
+	softmr_wire_cc_acked(&cc, hpsn + 100);
+	softmr_wire_cc_acked(&cc, hpsn + 100 + SOFTMR_WIRE_CWND_MIN);
+	KUNIT_EXPECT_EQ(test, cc.cwnd, SOFTMR_WIRE_CWND_MIN + 1);
+}
+
+/* the last packet the window allows asks for an ACK, and its middle one */
+static void softmr_test_cc_ackreq(struct kunit *test)
+{
+	struct softmr_wire_cc cc;
+	u32 una = 0xfffffa, i, asked = 0;
+
+	softmr_wire_cc_init(&cc, una);
+	for (i = 0; i < SOFTMR_WIRE_CWND_INIT; i++)
+		if (softmr_wire_cc_ackreq(&cc, softmr_psn_add(una, i), una))
+			asked |= BIT(i);
+	KUNIT_EXPECT_EQ(test, asked, BIT(SOFTMR_WIRE_CWND_INIT / 2 - 1) |
+			BIT(SOFTMR_WIRE_CWND_INIT - 1));
+	/* beyond the window (a go-back moved una): each asks */
+	i = softmr_psn_add(una, 40);
+	KUNIT_EXPECT_TRUE(test, softmr_wire_cc_ackreq(&cc, i, una));
+}
+
 static struct kunit_case softmr_wire_cases[] = {
 	KUNIT_CASE(softmr_test_icrc_known),
 	KUNIT_CASE(softmr_test_icrc_masking),
@@ -541,6 +628,9 @@ static struct kunit_case softmr_wire_cases[] = {
 	KUNIT_CASE(softmr_test_check_len),
 	KUNIT_CASE(softmr_test_psn),
 	KUNIT_CASE(softmr_test_opseq),
+	KUNIT_CASE(softmr_test_cc_slow_start),
+	KUNIT_CASE(softmr_test_cc_loss),
+	KUNIT_CASE(softmr_test_cc_ackreq),
 	{}
 };
 

@@ -619,6 +619,9 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	for @ud_work (softmr_wire_ud.c); its lock guards @ud_closed
  * @ud_work: delivers @ud_inq on the softmr_ud workqueue
  * @ud_closed: being destroyed: nothing more is queued on @ud_inq
+ * @modify_lock: one modify_qp at a time: a transition and the wire state
+ *	set up for it (softmr_wire_conn_rtr(), _rts()) are not interleaved
+ *	with another transition
  */
 struct softmr_qp {
 	struct ib_qp ibqp;
@@ -629,6 +632,7 @@ struct softmr_qp {
 	struct softmr_wq rq;
 	struct softmr_srq *srq;
 	spinlock_t state_lock;		/* state, attr, av */
+	struct mutex modify_lock;	/* modify_qp */
 	enum ib_qp_state state;
 	struct ib_qp_attr attr;
 	struct softmr_av av;

@@ -228,6 +228,7 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	refcount_set(&qp->users, 1);
 	init_completion(&qp->released);
 	spin_lock_init(&qp->state_lock);
+	mutex_init(&qp->modify_lock);
 	qp->serial = atomic64_inc_return(&softmr_qp_serial);
 	INIT_LIST_HEAD(&qp->rnr_entry);
 	qp->rnr_left = -1;
@@ -405,21 +406,13 @@ static void softmr_qp_reset_rings(struct softmr_qp *qp)
 	}
 }
 
-/**
- * softmr_modify_qp() - the modify_qp verb
- * @ibqp: the QP
- * @attr: new attributes
- * @mask: IB_QP_* bits of @attr to apply
- * @udata: user QPs: no driver data is defined
- *
- * Transitions and required/optional attributes follow the IB spec
- * (ib_modify_qp_is_ok()).
- *
- * Return: 0, -EINVAL for a transition or attribute the spec forbids,
- * -EOPNOTSUPP for alternate paths and capability changes.
+/*
+ * softmr_modify_qp() under the QP's modify_lock; @event is set to an
+ * asynchronous event to send once the lock is dropped (a consumer's
+ * handler may modify the QP), or left alone.
  */
-int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-		     int mask, struct ib_udata *udata)
+static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			      int mask, struct ib_udata *udata, int *event)
 {
 	struct softmr_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, new;
@@ -501,7 +494,7 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		break;
 	case IB_QPS_ERR:
 		if (qp->srq)
-			softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+			*event = IB_EVENT_QP_LAST_WQE_REACHED;
 		softmr_rnr_forget(qp);
 		softmr_qp_run(qp);
 		softmr_rq_flush(qp);
@@ -523,13 +516,40 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		mutex_lock(&qp->sq.lock);
 		drained = softmr_wire_conn_sqd(qp);
 		mutex_unlock(&qp->sq.lock);
-		if (drained)
-			softmr_qp_sq_drained(qp);
+		if (drained && READ_ONCE(qp->attr.en_sqd_async_notify))
+			*event = IB_EVENT_SQ_DRAINED;
 		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+/**
+ * softmr_modify_qp() - the modify_qp verb
+ * @ibqp: the QP
+ * @attr: new attributes
+ * @mask: IB_QP_* bits of @attr to apply
+ * @udata: user QPs: no driver data is defined
+ *
+ * Transitions and required/optional attributes follow the IB spec
+ * (ib_modify_qp_is_ok()).
+ *
+ * Return: 0, -EINVAL for a transition or attribute the spec forbids,
+ * -EOPNOTSUPP for alternate paths and capability changes.
+ */
+int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		     int mask, struct ib_udata *udata)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	int err, event = -1;
+
+	mutex_lock(&qp->modify_lock);
+	err = __softmr_modify_qp(ibqp, attr, mask, udata, &event);
+	mutex_unlock(&qp->modify_lock);
+	if (event >= 0)
+		softmr_qp_event(qp, (enum ib_event_type)event);
+	return err;
 }
 
 /**
@@ -610,6 +630,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		softmr_wq_cleanup(&qp->rq);
 	softmr_wq_cleanup(&qp->sq);
 	softmr_engine_qp_cleanup(qp);
+	mutex_destroy(&qp->modify_lock);
 	atomic_dec(&sdev->qp_count);
 	return 0;
 }

@@ -94,6 +94,8 @@ int softmr_wire_conn_prepare(struct softmr_qp *qp)
 	spin_lock_init(&wc->inq_lock);
 	skb_queue_head_init(&wc->inq);
 	INIT_DELAYED_WORK(&wc->work, softmr_wire_conn_work);
+	/* never a window of nothing, whatever RTS finds (set again there) */
+	softmr_wire_cc_init(&wc->cc, 0);
 	wc->copies = kvcalloc(SOFTMR_WIRE_WINDOW, qp->sq.stride,
 			      GFP_KERNEL_ACCOUNT);
 	wc->sgl = kmalloc(sizeof(*wc->sgl), GFP_KERNEL_ACCOUNT);
@@ -208,6 +210,7 @@ void softmr_wire_conn_rts(struct softmr_qp *qp, const struct ib_qp_attr *attr)
 	wc->spsn = wc->npsn;
 	wc->hpsn = wc->npsn;
 	wc->una = wc->npsn;
+	softmr_wire_cc_init(&wc->cc, wc->npsn);
 	/* 4.096 µs << timeout; 0: no timer (IBTA 9.7.6.1.3) */
 	wc->timeout = timeout ?
 		max_t(unsigned long, nsecs_to_jiffies(4096ULL << timeout), 2) : 0;

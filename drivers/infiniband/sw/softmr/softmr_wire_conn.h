@@ -16,11 +16,10 @@
 
 #include "softmr.h"
 #include "softmr_wire.h"
+#include "softmr_wire_cc.h"
 
 /* send WQEs a QP keeps in flight at most */
 #define SOFTMR_WIRE_WINDOW	32
-/* packets sent and not yet acknowledged at most */
-#define SOFTMR_WIRE_PKT_WINDOW	128
 /* a requester asks for an ACK at least every this many packets */
 #define SOFTMR_WIRE_ACK_EVERY	32
 /* received packets a QP holds for its worker at most */
@@ -100,6 +99,8 @@ struct softmr_wire_res {
  * @spsn: next PSN to send (go-back-N moves it back)
  * @hpsn: the PSN after the highest one sent (answers beyond it are forged)
  * @una: oldest PSN not acknowledged
+ * @cc: the congestion window: no packet is sent @cc.cwnd PSNs or more
+ *	after @una (a read counts its responses; one may go beyond)
  * @resp_out: reads and atomics in flight
  * @resp_max: their limit (max_rd_atomic)
  * @timeout: retransmission timeout in jiffies, 0: none
@@ -151,6 +152,7 @@ struct softmr_wire_conn {
 	void *copies;
 	u32 head, tail;
 	u32 npsn, spsn, hpsn, una;
+	struct softmr_wire_cc cc;
 	u32 resp_out, resp_max;
 	unsigned long timeout;
 	unsigned long deadline;

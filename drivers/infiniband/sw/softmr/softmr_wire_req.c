@@ -4,11 +4,13 @@
  *
  * A WQE taken from the send queue is copied into the send window and gets
  * its PSNs (a read: one per response packet).  Packets go out from @spsn
- * while fewer than SOFTMR_WIRE_PKT_WINDOW are unacknowledged; an ACK, a
+ * while the congestion window allows (softmr_wire_cc.c); an ACK, a
  * read response or an atomic ACK answers WQEs, which complete in order
  * from the head of the window.  Loss is repaired go-back-N: a sequence
- * NAK or the retransmission timer moves @spsn back to the oldest
- * unacknowledged PSN (retry_cnt times, then IB_WC_RETRY_EXC_ERR).  A read
+ * NAK or the retransmission timer moves @spsn to the oldest
+ * unacknowledged PSN (retry_cnt times, then IB_WC_RETRY_EXC_ERR; a NAK,
+ * or an ACK of a duplicate after a go-back, may move it forward: they may
+ * name any PSN sent).  A read
  * or atomic whose answer was lost (a gap in its responses, or an answer
  * to something after it) is asked for again alone, and the answers after
  * it are taken as they come: going back N there would have the responder
@@ -104,11 +106,14 @@ static u8 softmr_wire_msg_opcode(u32 wr_op, u32 idx, u32 npkts)
 
 /*
  * Send packet @idx of @w; @wc->sgl holds @w's gather list (unless inline).
+ * @ask: a packet of a SEND or WRITE asks for an ACK (besides the last of
+ * its message and every SOFTMR_WIRE_ACK_EVERY-th).
  * Return: 0 (sent, or lost for want of memory: retransmission repairs it),
  * -EFAULT when the gather failed.
  */
 static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
-				    struct softmr_wire_wqe *w, u32 idx)
+				    struct softmr_wire_wqe *w, u32 idx,
+				    bool ask)
 {
 	const struct softmr_send_wqe *wqe = w->wqe;
 	struct softmr_pkt pkt = { .psn = softmr_psn_add(w->psn, idx) };
@@ -151,8 +156,8 @@ static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
 			pkt.ackreq = true;
 			pkt.se = (wqe->flags & SOFTMR_SEND_SOLICITED) &&
 				 op != IB_WR_RDMA_WRITE;
-		} else if (idx % SOFTMR_WIRE_ACK_EVERY ==
-			   SOFTMR_WIRE_ACK_EVERY - 1) {
+		} else if (ask || idx % SOFTMR_WIRE_ACK_EVERY ==
+				  SOFTMR_WIRE_ACK_EVERY - 1) {
 			pkt.ackreq = true;
 		}
 		break;
@@ -217,7 +222,8 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			continue;	/* all sent */
 		if (w->done && w->status != IB_WC_SUCCESS)
 			break;		/* failed: nothing after it goes */
-		if (w->done) {		/* answered: not again */
+		/* answered, or asked for again already: not again */
+		if (w->done || (w->resp && w->regap)) {
 			wc->spsn = end;
 			continue;
 		}
@@ -227,7 +233,7 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			u32 idx = softmr_psn_diff(wc->spsn, w->psn);
 
 			if (softmr_psn_diff(wc->spsn, wc->una) >=
-			    SOFTMR_WIRE_PKT_WINDOW)
+			    (s32)wc->cc.cwnd)
 				goto out;
 			if (!listed && softmr_wire_req_gather_list(wc, w)) {
 				softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
@@ -236,7 +242,10 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			listed = true;
 			if (w->resp)	/* one request for all its PSNs */
 				idx = 0;
-			if (softmr_wire_req_send_one(wc, w, idx)) {
+			if (softmr_wire_req_send_one(wc, w, idx,
+						     softmr_wire_cc_ackreq(&wc->cc,
+									   wc->spsn,
+									   wc->una))) {
 				softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
 				goto out;
 			}
@@ -265,7 +274,7 @@ static int softmr_wire_req_uc(struct softmr_wire_conn *wc,
 	/* the gather list is the one the engine resolved */
 	swap(*wc->sgl, req->local);
 	for (i = 0; i < npkts; i++) {
-		if (softmr_wire_req_send_one(wc, &w, i)) {
+		if (softmr_wire_req_send_one(wc, &w, i, false)) {
 			swap(*wc->sgl, req->local);
 			return IB_WC_LOC_PROT_ERR;
 		}
@@ -417,8 +426,10 @@ static void softmr_wire_req_reask(struct softmr_wire_conn *wc,
 	    (state != IB_QPS_RTS && state != IB_QPS_SQD))
 		return;
 	w->regap = true;
+	softmr_wire_cc_loss(&wc->cc, softmr_win_missing(wc, w), wc->hpsn,
+			    false);
 	/* a read from its first missing response (send_one) */
-	softmr_wire_req_send_one(wc, w, 0);
+	softmr_wire_req_send_one(wc, w, 0, false);
 }
 
 /* The oldest WQE not yet answered, or NULL. */
@@ -454,6 +465,7 @@ static void softmr_wire_req_answered(struct softmr_wire_conn *wc)
 	}
 	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
 		wc->spsn = wc->una;
+	softmr_wire_cc_acked(&wc->cc, wc->una);
 	if (wc->una != una)
 		softmr_wire_req_progress(wc);
 }
@@ -489,6 +501,10 @@ static bool softmr_wire_req_acked(struct softmr_wire_conn *wc, u32 psn)
 	}
 	if (all && softmr_psn_diff(psn, wc->una) >= 0)
 		wc->una = softmr_psn_add(psn, 1);
+	/* not again what was acknowledged */
+	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
+		wc->spsn = wc->una;
+	softmr_wire_cc_acked(&wc->cc, wc->una);
 	return all;
 }
 
@@ -531,8 +547,12 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 	struct softmr_wire_wqe *w;
 	u32 psn = pkt->psn;
 
-	/* only PSNs sent and not yet acknowledged mean something */
-	if (softmr_psn_diff(psn, wc->spsn) >= 0 ||
+	/*
+	 * only PSNs sent and not yet acknowledged mean something: up to the
+	 * highest sent, for a go-back may have moved @spsn back over what
+	 * the responder has already (its ACK of a duplicate says so)
+	 */
+	if (softmr_psn_diff(psn, wc->hpsn) >= 0 ||
 	    softmr_psn_diff(psn, wc->una) < 0)
 		return;
 	if (type == SOFTMR_AETH_ACK) {
@@ -571,6 +591,7 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 		/* what followed an RNR NAK'd packet: resent after the wait */
 		if (wc->rnr_wait)
 			return;
+		softmr_wire_cc_loss(&wc->cc, psn, wc->hpsn, false);
 		softmr_wire_req_goback(wc, psn);
 		softmr_wire_req_arm(wc);
 		return;
@@ -730,6 +751,7 @@ void softmr_wire_req_timer(struct softmr_wire_conn *wc)
 		/* what was asked for again may be lost too */
 		for (i = wc->head; i != wc->tail; i++)
 			softmr_win(wc, i)->regap = false;
+		softmr_wire_cc_loss(&wc->cc, wc->una, wc->hpsn, true);
 		softmr_wire_req_goback(wc, wc->una);
 	}
 	wc->rnr_wait = false;
