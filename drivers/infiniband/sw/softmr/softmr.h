@@ -544,8 +544,12 @@ static inline struct softmr_srq *to_ssrq(struct ib_srq *ibsrq)
  * @hop_limit: GRH hop limit
  * @flow_label: GRH flow label
  * @pd: protection domain of the AH (UD sends must match)
- * @upper: the source GID belongs to a netdev stacked on the device's (a
- *	VLAN): not on the wire (its packets would leave untagged)
+ * @upper: the source GID belongs to a netdev stacked on the device's
+ *	other than a VLAN on it (a macvlan, a VLAN on a VLAN): not on the
+ *	wire (its packets would leave out of the wrong netdev)
+ * @vlan_ifindex: the source GID belongs to a VLAN on the device's netdev:
+ *	that VLAN netdev's ifindex (0: the device's own netdev's GID)
+ * @vlan_id: that VLAN's id
  * @rcu: freed after concurrent lookups
  */
 struct softmr_av {
@@ -558,6 +562,8 @@ struct softmr_av {
 	u32 flow_label;
 	struct ib_pd *pd;
 	bool upper;
+	int vlan_ifindex;
+	u16 vlan_id;
 	struct rcu_head rcu;
 };
 
@@ -904,6 +910,15 @@ extern const struct attribute_group softmr_dev_attr_group;
 /* received packets a wire device holds for its worker at most */
 #define SOFTMR_WIRE_RXQ_MAX	1024
 bool softmr_dev_wire_rx(struct sk_buff *skb, int bad);
+/* softmr_vlan.c */
+bool softmr_vlan_of(struct net_device *ndev, struct net_device *real);
+struct net_device *softmr_av_ndev_rcu(struct softmr_dev *sdev,
+				      const struct softmr_av *av);
+unsigned int softmr_av_ndev_mtu(struct softmr_dev *sdev,
+				const struct softmr_av *av);
+struct net_device *softmr_gid_owner_rcu(struct net_device *ndev,
+					const union ib_gid *gid);
+int softmr_gid_vlan(struct softmr_dev *sdev, const union ib_gid *gid);
 void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);

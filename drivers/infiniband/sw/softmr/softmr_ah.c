@@ -6,6 +6,7 @@
  * the AH belongs to the sending QP's PD.
  */
 
+#include <linux/if_vlan.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 
@@ -21,7 +22,7 @@
 int softmr_av_from_attr(struct softmr_av *av, const struct rdma_ah_attr *attr)
 {
 	const struct ib_global_route *grh;
-	struct net_device *ndev;
+	struct net_device *ndev, *real;
 
 	if (!(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
 		return -EINVAL;
@@ -37,13 +38,23 @@ int softmr_av_from_attr(struct softmr_av *av, const struct rdma_ah_attr *attr)
 	av->hop_limit = grh->hop_limit;
 	av->flow_label = grh->flow_label;
 	/*
-	 * a GID of a netdev stacked on the device's (a VLAN, a macvlan):
-	 * the wire would send its packets untagged out of the device's own
+	 * A GID of a VLAN on the device's netdev goes out through that VLAN
+	 * (tagged); one of another netdev stacked on the device's (a
+	 * macvlan, a VLAN on a VLAN) does not go on the wire at all.
 	 */
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(grh->sgid_attr);
-	av->upper = IS_ERR(ndev) ||
-		    ndev != to_sdev(grh->sgid_attr->device)->ndev;
+	real = to_sdev(grh->sgid_attr->device)->ndev;
+	if (IS_ERR(ndev)) {
+		av->upper = true;
+	} else if (ndev != real) {
+		if (softmr_vlan_of(ndev, real)) {
+			av->vlan_ifindex = ndev->ifindex;
+			av->vlan_id = vlan_dev_vlan_id(ndev);
+		} else {
+			av->upper = true;
+		}
+	}
 	rcu_read_unlock();
 	return 0;
 }

@@ -258,7 +258,11 @@ static void softmr_wc_from_uverbs(struct ib_wc *wc,
 		wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 	}
 	wc->pkey_index = uwc->pkey_index;
-	wc->slid = uwc->slid;
+	/* and a datagram's VLAN in slid: RoCE has no LIDs */
+	if (wc->wc_flags & IB_WC_WITH_VLAN)
+		wc->vlan_id = uwc->slid;
+	else
+		wc->slid = uwc->slid;
 	wc->sl = uwc->sl;
 	wc->dlid_path_bits = uwc->dlid_path_bits;
 	wc->port_num = uwc->port_num;

@@ -55,8 +55,10 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
  * @bad: 0 for a packet to queue, else the counter to count it in
  *
  * Softirq context.  The device is the one on the netdev the packet came
- * in on (a softmr device on the wire), which has the packet's destination
- * address.  A packet the IP stack delivered through the loopback device
+ * in on (a softmr device on the wire), or under the VLAN netdev it came
+ * in on, which has the packet's destination address; the VLAN's id goes
+ * with the packet as its VLAN tag (softmr_wire_conn_rx() and UD
+ * completions look at it).  A packet the IP stack delivered through the loopback device
  * was sent on this host: it goes to the wire device of the same namespace
  * whose netdev has that address,
  * if that device has force_wire set (softmr_wire_takes()), else nowhere.
@@ -71,6 +73,7 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
  */
 bool softmr_dev_wire_rx(struct sk_buff *skb, int bad)
 {
+	struct net_device *in = skb->dev, *real = skb->dev, *vlan;
 	struct softmr_dev *sdev;
 	union ib_gid saddr, daddr;
 	unsigned long flags;
@@ -80,18 +83,26 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, int bad)
 	/* the netdev's own addresses are its RoCE v2 GIDs */
 	softmr_wire_skb_gids(skb, &saddr, &daddr);
 	rcu_read_lock();
-	if (!loop && !softmr_netdev_has_gid_addr(skb->dev, &daddr))
+	if (!loop && !softmr_netdev_has_gid_addr(in, &daddr))
 		goto unlock_rcu;
+	if (!loop && is_vlan_dev(in)) {
+		real = vlan_dev_real_dev(in);
+		if (!softmr_vlan_of(in, real))
+			goto unlock_rcu;
+	}
 	spin_lock_irqsave(&softmr_dev_list_lock, flags);
 	list_for_each_entry(sdev, &softmr_dev_list, list) {
 		if (!READ_ONCE(sdev->wire))
 			continue;
-		if (!loop && sdev->ndev != skb->dev)
+		if (!loop && sdev->ndev != real)
 			continue;
 		if (loop && (!READ_ONCE(sdev->force_wire) ||
 			     !net_eq(dev_net_rcu(sdev->ndev),
-				     dev_net_rcu(skb->dev)) ||
-			     !softmr_netdev_has_gid_addr(sdev->ndev, &daddr)))
+				     dev_net_rcu(skb->dev))))
+			continue;
+		/* the netdev or the VLAN on it with the address */
+		vlan = loop ? softmr_gid_owner_rcu(sdev->ndev, &daddr) : in;
+		if (!vlan)
 			continue;
 		if (!bad && skb_queue_len(&sdev->wire_rxq) >=
 			    SOFTMR_WIRE_RXQ_MAX)
@@ -100,7 +111,12 @@ bool softmr_dev_wire_rx(struct sk_buff *skb, int bad)
 			softmr_count(sdev, bad, 1);
 			break;
 		}
-		/* the loopback device is not held; ours is */
+		if (vlan != sdev->ndev)
+			__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q),
+					       vlan_dev_vlan_id(vlan));
+		else
+			__vlan_hwaccel_clear_tag(skb);
+		/* neither the loopback device nor a VLAN is held; ours is */
 		skb->dev = sdev->ndev;
 		skb_queue_tail(&sdev->wire_rxq, skb);
 		softmr_wire_queue_rx(sdev);

@@ -20,6 +20,7 @@
  * copy is validated and executed.
  */
 
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/slab.h>
@@ -287,16 +288,26 @@ static u8 softmr_roce_pkt_type(enum rdma_network_type net_type)
 }
 
 /* A datagram's completion: a GRH in front, and what kind of frame it was. */
+/*
+ * A datagram's completion: it has a GRH of @net_type; @vlan: the VLAN id
+ * it came on, or -1.  Kernel CQs report them as ib_wc.network_hdr_type
+ * and ib_wc.vlan_id (ib_cm finds the GID to answer from with them:
+ * softmr_wc_from_uverbs()); user CQs get the packet type in sl.
+ */
 static void softmr_wc_set_datagram(struct softmr_qp *qp,
 				   struct ib_uverbs_wc *wc,
-				   enum rdma_network_type net_type)
+				   enum rdma_network_type net_type, int vlan)
 {
 	wc->wc_flags |= IB_WC_GRH;
-	/* kernel CQs report it as ib_wc.network_hdr_type */
-	if (!to_scq(qp->ibqp.recv_cq)->is_user)
+	if (!to_scq(qp->ibqp.recv_cq)->is_user) {
 		wc->reserved = net_type;
-	else
+		if (vlan >= 0) {
+			wc->wc_flags |= IB_WC_WITH_VLAN;
+			wc->slid = vlan;
+		}
+	} else {
 		wc->sl = softmr_roce_pkt_type(net_type);
+	}
 }
 
 /* Complete a receive WQE of @qp (its RQ lock held). */
@@ -328,7 +339,9 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 		}
 		if (softmr_qp_datagram(qp))
 			softmr_wc_set_datagram(qp, &wc,
-					       softmr_av_net_type(&req->av));
+					       softmr_av_net_type(&req->av),
+					       softmr_gid_vlan(qp->sdev,
+							       &req->av.dgid));
 		solicited = req->wqe->flags & SOFTMR_SEND_SOLICITED;
 	}
 	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
@@ -686,7 +699,9 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 			wc.wc_flags |= IB_WC_WITH_IMM;
 		}
 		softmr_wc_set_datagram(qp, &wc, ipv6 ? RDMA_NETWORK_IPV6 :
-						       RDMA_NETWORK_IPV4);
+						       RDMA_NETWORK_IPV4,
+				       skb_vlan_tag_present(skb) ?
+				       skb_vlan_tag_get_id(skb) : -1);
 	} else {
 		softmr_count(sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
 	}
@@ -729,7 +744,8 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
 	u32 i;
 
 	/* one packet: the path MTU of the netdev, its headers subtracted */
-	mtu = ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+	mtu = softmr_av_ndev_mtu(qp->sdev, &req->av);
+	mtu = ib_mtu_enum_to_int(iboe_get_mtu(mtu));
 	if (mtu < 0 || len > mtu)
 		return IB_WC_LOC_LEN_ERR;
 	if (wqe->opcode == IB_WR_SEND_WITH_IMM) {

@@ -584,24 +584,29 @@ static int softmr_wire_xmit6(struct net *net, struct sk_buff *skb,
  *	netdev: force_wire chose the wire (softmr_wire_takes()), and an
  *	address of this host is reached through the loopback device
  *
+ * A source GID of a VLAN on the device's netdev sends out of that VLAN
+ * netdev (tagged), as long as it is still one (ifindexes are reused).
+ *
  * Return: 0, or -EHOSTUNREACH without a route.
  */
 int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
 		     const struct softmr_av *av, u16 sport, bool by_table)
 {
-	int oif = by_table ? 0 : sdev->ndev->ifindex;
+	struct net_device *ndev;
 	struct net *net;
-	int err;
+	int err, oif;
 
 	/* the netdev may move to another namespace: this one stays meanwhile */
 	rcu_read_lock();
 	net = dev_net_rcu(sdev->ndev);
+	ndev = softmr_av_ndev_rcu(sdev, av);
+	oif = by_table || !ndev ? 0 : ndev->ifindex;
 	/*
 	 * The source GID is still an address of the netdev: an address
 	 * handle or a connection outlives the address it was made with,
 	 * which may belong to another host by now.
 	 */
-	if (!softmr_netdev_has_gid_addr(sdev->ndev, &av->sgid))
+	if (!ndev || !softmr_netdev_has_gid_addr(ndev, &av->sgid))
 		err = -EHOSTUNREACH;
 	else if (ipv6_addr_v4mapped((const struct in6_addr *)av->dgid.raw))
 		err = softmr_wire_xmit4(net, skb, av, sport, oif);
@@ -626,8 +631,8 @@ int softmr_wire_xmit(struct softmr_dev *sdev, struct sk_buff *skb,
  * @av: a UD destination no softmr device on this host owns
  *
  * Return: true for a wire device and a RoCEv2 destination from a GID of
- * the device's own netdev, both IPv4 or both IPv6 (unicast: softmr has no
- * multicast).
+ * the device's own netdev or of a VLAN on it, both IPv4 or both IPv6
+ * (unicast: softmr has no multicast).
  */
 bool softmr_wire_reaches(struct softmr_dev *sdev, const struct softmr_av *av)
 {

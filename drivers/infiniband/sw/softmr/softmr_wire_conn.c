@@ -19,6 +19,7 @@
  *   The same worker runs the retransmission and RNR timers.
  */
 
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
@@ -162,9 +163,10 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 	wc->forced = forced;
 	wc->dqpn = dqpn;
 	wc->uc = qp->ibqp.qp_type == IB_QPT_UC;
-	/* the path MTU, within what the netdev carries */
+	/* the path MTU, within what the netdev (or the VLAN) carries */
+	wc->mtu = softmr_av_ndev_mtu(qp->sdev, &av);
 	wc->mtu = min(ib_mtu_enum_to_int(mtu ?: IB_MTU_1024),
-		      ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu))));
+		      ib_mtu_enum_to_int(iboe_get_mtu(wc->mtu)));
 	if ((int)wc->mtu < 256)
 		wc->mtu = 256;
 	/* RoCEv2's UDP source port spreads flows: one per QP */
@@ -376,11 +378,17 @@ int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
 	if (qp->ibqp.qp_type != type || !wc || !READ_ONCE(qp->wire_on) ||
 	    !softmr_qp_receives(qp))
 		goto put;
-	/* from the QP's destination to its source address, nobody else */
+	/*
+	 * from the QP's destination to its source address, nobody else, on
+	 * the source GID's VLAN (none for the netdev's own GIDs)
+	 */
 	softmr_wire_skb_gids(skb, &src, &dst);
 	spin_lock_irqsave(&qp->state_lock, flags);
 	if (memcmp(&src, &qp->av.dgid, sizeof(src)) ||
-	    memcmp(&dst, &qp->av.sgid, sizeof(dst))) {
+	    memcmp(&dst, &qp->av.sgid, sizeof(dst)) ||
+	    skb_vlan_tag_present(skb) != !!qp->av.vlan_ifindex ||
+	    (qp->av.vlan_ifindex &&
+	     skb_vlan_tag_get_id(skb) != qp->av.vlan_id)) {
 		spin_unlock_irqrestore(&qp->state_lock, flags);
 		goto put;
 	}
