@@ -918,7 +918,8 @@ unsigned int softmr_av_ndev_mtu(struct softmr_dev *sdev,
 				const struct softmr_av *av);
 struct net_device *softmr_gid_owner_rcu(struct net_device *ndev,
 					const union ib_gid *gid);
-int softmr_gid_vlan(struct softmr_dev *sdev, const union ib_gid *gid);
+int softmr_gid_vlan(struct softmr_dev *sdev, const union ib_gid *gid,
+		    const struct softmr_av *from);
 void softmr_engine_exit(void);
 int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);

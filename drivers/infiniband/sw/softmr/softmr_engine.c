@@ -337,11 +337,14 @@ static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
 			wc.ex.invalidate_rkey = req->wqe->imm_data;
 			wc.wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
+		/* the VLAN: kernel CQs only (softmr_wc_set_datagram()) */
 		if (softmr_qp_datagram(qp))
 			softmr_wc_set_datagram(qp, &wc,
 					       softmr_av_net_type(&req->av),
-					       softmr_gid_vlan(qp->sdev,
-							       &req->av.dgid));
+					       to_scq(qp->ibqp.recv_cq)->is_user ?
+					       -1 : softmr_gid_vlan(qp->sdev,
+								    &req->av.dgid,
+								    &req->av));
 		solicited = req->wqe->flags & SOFTMR_SEND_SOLICITED;
 	}
 	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)

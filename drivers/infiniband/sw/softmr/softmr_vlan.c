@@ -110,19 +110,36 @@ struct net_device *softmr_gid_owner_rcu(struct net_device *ndev,
  * softmr_gid_vlan() - the VLAN a local datagram to @gid arrives on
  * @sdev: the receiving device
  * @gid: the destination GID
+ * @from: the sender's address vector
+ *
+ * A VLAN with the sender's VLAN id that has the address comes first (an
+ * IPv6 link-local address is every VLAN's and the netdev's alike), then
+ * what softmr_gid_owner_rcu() finds.
  *
  * Return: the id of the VLAN on @sdev's netdev that has the address, or
  * -1 (the netdev's own address, or none known).
  */
-int softmr_gid_vlan(struct softmr_dev *sdev, const union ib_gid *gid)
+int softmr_gid_vlan(struct softmr_dev *sdev, const union ib_gid *gid,
+		    const struct softmr_av *from)
 {
 	struct net_device *owner;
 	int vlan = -1;
 
 	rcu_read_lock();
+	if (from->vlan_ifindex) {
+		owner = __vlan_find_dev_deep_rcu(sdev->ndev,
+						 htons(ETH_P_8021Q),
+						 from->vlan_id);
+		if (owner && softmr_vlan_of(owner, sdev->ndev) &&
+		    softmr_netdev_has_gid_addr(owner, gid)) {
+			vlan = from->vlan_id;
+			goto out;
+		}
+	}
 	owner = softmr_gid_owner_rcu(sdev->ndev, gid);
 	if (owner && owner != sdev->ndev)
 		vlan = vlan_dev_vlan_id(owner);
+out:
 	rcu_read_unlock();
 	return vlan;
 }
