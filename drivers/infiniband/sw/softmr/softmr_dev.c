@@ -58,10 +58,10 @@ struct softmr_dev *softmr_dev_get_by_netdev(struct net_device *ndev)
  * in on (a softmr device on the wire), or under the VLAN netdev it came
  * in on, which has the packet's destination address; the VLAN's id goes
  * with the packet as its VLAN tag (softmr_wire_conn_rx() and UD
- * completions look at it).  A packet the IP stack delivered through the loopback device
- * was sent on this host: it goes to the wire device of the same namespace
- * whose netdev has that address,
- * if that device has force_wire set (softmr_wire_takes()), else nowhere.
+ * completions look at it).  A packet the IP stack delivered through the
+ * loopback device was sent on this host: it goes to the wire device of
+ * the same namespace whose netdev (or a VLAN on it) has that address, if
+ * that device has force_wire set (softmr_wire_takes()), else nowhere.
  * Everything happens
  * under the device list lock and takes no device reference:
  * softmr_dealloc_driver() takes the device off the list under the same

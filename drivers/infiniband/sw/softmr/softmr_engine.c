@@ -287,7 +287,6 @@ static u8 softmr_roce_pkt_type(enum rdma_network_type net_type)
 	}
 }
 
-/* A datagram's completion: a GRH in front, and what kind of frame it was. */
 /*
  * A datagram's completion: it has a GRH of @net_type; @vlan: the VLAN id
  * it came on, or -1.  Kernel CQs report them as ib_wc.network_hdr_type

@@ -407,19 +407,20 @@ static void softmr_qp_reset_rings(struct softmr_qp *qp)
 }
 
 /*
- * softmr_modify_qp() under the QP's modify_lock; @event is set to an
- * asynchronous event to send once the lock is dropped (a consumer's
- * handler may modify the QP), or left alone.
+ * softmr_modify_qp() under the QP's modify_lock; @last_wqe and @drained
+ * are set for the asynchronous events to send once the lock is dropped (a
+ * consumer's handler may modify the QP).
  */
 static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-			      int mask, struct ib_udata *udata, int *event)
+			      int mask, struct ib_udata *udata,
+			      bool *last_wqe, bool *drained)
 {
 	struct softmr_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, new;
 	struct ib_qp_attr rts_attr;
 	struct softmr_av av = {};
 	unsigned long flags;
-	bool lock_sq, drained;
+	bool lock_sq;
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -493,8 +494,7 @@ static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			softmr_wire_conn_rtr(qp);
 		break;
 	case IB_QPS_ERR:
-		if (qp->srq)
-			*event = IB_EVENT_QP_LAST_WQE_REACHED;
+		*last_wqe = !!qp->srq;
 		softmr_rnr_forget(qp);
 		softmr_qp_run(qp);
 		softmr_rq_flush(qp);
@@ -514,10 +514,8 @@ static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		 * the event, softmr_wire_req_retire())
 		 */
 		mutex_lock(&qp->sq.lock);
-		drained = softmr_wire_conn_sqd(qp);
+		*drained = softmr_wire_conn_sqd(qp);
 		mutex_unlock(&qp->sq.lock);
-		if (drained && READ_ONCE(qp->attr.en_sqd_async_notify))
-			*event = IB_EVENT_SQ_DRAINED;
 		break;
 	default:
 		break;
@@ -542,13 +540,16 @@ int softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		     int mask, struct ib_udata *udata)
 {
 	struct softmr_qp *qp = to_sqp(ibqp);
-	int err, event = -1;
+	bool last_wqe = false, drained = false;
+	int err;
 
 	mutex_lock(&qp->modify_lock);
-	err = __softmr_modify_qp(ibqp, attr, mask, udata, &event);
+	err = __softmr_modify_qp(ibqp, attr, mask, udata, &last_wqe, &drained);
 	mutex_unlock(&qp->modify_lock);
-	if (event >= 0)
-		softmr_qp_event(qp, (enum ib_event_type)event);
+	if (last_wqe)
+		softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	if (drained)
+		softmr_qp_sq_drained(qp);
 	return err;
 }
 

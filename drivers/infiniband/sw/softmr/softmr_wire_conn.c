@@ -143,6 +143,7 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 	struct softmr_av av;
 	unsigned long flags;
 	u32 dqpn, rq_psn, nres;
+	unsigned int ndev_mtu;
 	enum ib_mtu mtu;
 	bool forced;
 
@@ -164,9 +165,9 @@ void softmr_wire_conn_rtr(struct softmr_qp *qp)
 	wc->dqpn = dqpn;
 	wc->uc = qp->ibqp.qp_type == IB_QPT_UC;
 	/* the path MTU, within what the netdev (or the VLAN) carries */
-	wc->mtu = softmr_av_ndev_mtu(qp->sdev, &av);
+	ndev_mtu = softmr_av_ndev_mtu(qp->sdev, &av);
 	wc->mtu = min(ib_mtu_enum_to_int(mtu ?: IB_MTU_1024),
-		      ib_mtu_enum_to_int(iboe_get_mtu(wc->mtu)));
+		      ib_mtu_enum_to_int(iboe_get_mtu(ndev_mtu)));
 	if ((int)wc->mtu < 256)
 		wc->mtu = 256;
 	/* RoCEv2's UDP source port spreads flows: one per QP */

@@ -447,6 +447,17 @@ static struct softmr_wire_wqe *softmr_wire_req_oldest(struct softmr_wire_conn *w
 }
 
 /*
+ * @una moved on: what it passed is not sent again, and it grows the
+ * congestion window.
+ */
+static void softmr_wire_req_una_moved(struct softmr_wire_conn *wc)
+{
+	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
+		wc->spsn = wc->una;
+	softmr_wire_cc_acked(&wc->cc, wc->una);
+}
+
+/*
  * An answer completed a WQE: @una moves to the oldest one still not
  * answered.  Only that is progress: a later WQE answered first (out of
  * order) neither resets the retries nor restarts the timer.
@@ -463,9 +474,7 @@ static void softmr_wire_req_answered(struct softmr_wire_conn *wc)
 		if (softmr_psn_diff(missing, wc->una) > 0)
 			wc->una = missing;
 	}
-	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
-		wc->spsn = wc->una;
-	softmr_wire_cc_acked(&wc->cc, wc->una);
+	softmr_wire_req_una_moved(wc);
 	if (wc->una != una)
 		softmr_wire_req_progress(wc);
 }
@@ -501,10 +510,7 @@ static bool softmr_wire_req_acked(struct softmr_wire_conn *wc, u32 psn)
 	}
 	if (all && softmr_psn_diff(psn, wc->una) >= 0)
 		wc->una = softmr_psn_add(psn, 1);
-	/* not again what was acknowledged */
-	if (softmr_psn_diff(wc->spsn, wc->una) < 0)
-		wc->spsn = wc->una;
-	softmr_wire_cc_acked(&wc->cc, wc->una);
+	softmr_wire_req_una_moved(wc);
 	return all;
 }
 
