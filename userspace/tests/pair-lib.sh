@@ -1,7 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 # shellcheck shell=bash
 # pair-lib.sh: sourced by the tests scripts/vm-pair runs in both VMs
-# (pair-rc, pair-bench).  Needs $role (A or B) and $PEER.
+# (pair-wire, pair-fuzz, pair-rc, pair-bench, ...).  Needs $role (A or B)
+# and $PEER.
+
+# counter NAME: softmr0's port counter NAME (the hw_counters `rdma
+# statistic` shows), 0 when this VM has no softmr0
+counter() {
+	cat "/sys/class/infiniband/softmr0/ports/1/hw_counters/$1" 2>/dev/null ||
+		echo 0
+}
 
 # meet TAG [MSG [LIMIT]]: wait for the other VM to reach the same point (A
 # listens on TCP 18599, B connects), swap MSG with it; prints the other
