@@ -1107,6 +1107,8 @@ int softmr_advise_mr(struct ib_pd *ibpd,
 int softmr_odp_wq_init(void);
 void softmr_odp_wq_destroy(void);
 void softmr_odp_flush(void);
+/* The most faulted in ahead of one message (as mlx5's responder) */
+#define SOFTMR_PREFETCH_AHEAD_MAX	SZ_4M
 void softmr_odp_prefetch_ahead(struct softmr_mr *mr, u64 iova, u64 len,
 			       bool write);
 int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,

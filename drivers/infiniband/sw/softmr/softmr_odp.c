@@ -765,9 +765,6 @@ static int softmr_prefetch_mr(struct softmr_mr *mr, u64 iova, u64 len,
 	return softmr_prefetch_umem(mr, mr->odp, va, len, arg);
 }
 
-/* The most a responder faults in ahead of a message, as mlx5's responder */
-#define SOFTMR_RESP_PREFETCH_MAX	SZ_4M
-
 /**
  * softmr_odp_prefetch_ahead() - fault in what an incoming request reaches
  * @mr: the MR the request's key found (referenced; bounds and access
@@ -779,7 +776,9 @@ static int softmr_prefetch_mr(struct softmr_mr *mr, u64 iova, u64 len,
  * The wire responder's worker (process context) calls it at the first
  * packet of an RDMA WRITE and at an RDMA READ request, so that the pages
  * of the whole message come in with one fault rather than one per packet,
- * as mlx5's responder page-fault handler prefetches.  Best effort: the
+ * as mlx5's responder page-fault handler prefetches; the requester does
+ * likewise for what it sends and for where read responses land
+ * (softmr_wire_sgl_prefetch()).  Best effort: the
  * copies that follow check and fault each page themselves under the
  * interval notifier's sequence, so a page invalidated meanwhile is faulted
  * in again, never written stale; an error is theirs to report.
@@ -789,7 +788,7 @@ void softmr_odp_prefetch_ahead(struct softmr_mr *mr, u64 iova, u64 len,
 {
 	if (mr->kind != SOFTMR_MR_ODP && mr->kind != SOFTMR_MR_IMPLICIT)
 		return;
-	softmr_prefetch_mr(mr, iova, min_t(u64, len, SOFTMR_RESP_PREFETCH_MAX),
+	softmr_prefetch_mr(mr, iova, min_t(u64, len, SOFTMR_PREFETCH_AHEAD_MAX),
 			   write ? IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE :
 				   IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH);
 }

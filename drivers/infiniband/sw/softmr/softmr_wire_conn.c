@@ -535,6 +535,31 @@ void softmr_wire_conn_send_hdr(struct softmr_wire_conn *wc,
 }
 
 /**
+ * softmr_wire_sgl_prefetch() - fault in the ODP memory of a message's list
+ * @sgl: the SG list, resolved and checked for the access that follows
+ * @write: the message lands there (read responses), else it is sent
+ *
+ * The requester, at a message's first packet or first read response:
+ * each ODP MR's pages come in with one fault, not one per packet, as the
+ * responder's do (softmr_odp_prefetch_ahead(); the first
+ * SOFTMR_PREFETCH_AHEAD_MAX bytes of the list).  Best effort: the copies
+ * check and fault each page themselves.
+ */
+void softmr_wire_sgl_prefetch(struct softmr_sgl *sgl, bool write)
+{
+	u64 left = SOFTMR_PREFETCH_AHEAD_MAX;
+	u32 i;
+
+	for (i = 0; i < sgl->num && left; i++) {
+		u64 n = min_t(u64, sgl->sge[i].length, left);
+
+		softmr_odp_prefetch_ahead(sgl->mr[i], sgl->sge[i].addr, n,
+					  write);
+		left -= n;
+	}
+}
+
+/**
  * softmr_wire_sgl_copy() - copy between a buffer and an SG list at an offset
  * @sgl: the SG list, resolved
  * @off: byte offset into the list

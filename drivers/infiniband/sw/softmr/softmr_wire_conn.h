@@ -40,6 +40,8 @@
  * @regap: a read: a response came after a gap, the read was asked again
  *	(no second time until a response in order arrives)
  * @done: answered; completes when it reaches the head of the window
+ * @prefetched: its ODP pages were faulted in ahead once (a go-back to its
+ *	first packet, which a peer's NAKs can force, does not again)
  * @status: its completion status once @done
  */
 struct softmr_wire_wqe {
@@ -51,6 +53,7 @@ struct softmr_wire_wqe {
 	bool resp;
 	bool regap;
 	bool done;
+	bool prefetched;
 	u8 status;
 };
 
@@ -194,6 +197,7 @@ void softmr_wire_conn_send(struct softmr_wire_conn *wc, struct sk_buff *skb);
 void softmr_wire_conn_send_hdr(struct softmr_wire_conn *wc,
 			       struct softmr_pkt *pkt);
 void softmr_wire_conn_kick(struct softmr_wire_conn *wc, unsigned long delay);
+void softmr_wire_sgl_prefetch(struct softmr_sgl *sgl, bool write);
 u64 softmr_wire_sgl_copy(struct softmr_sgl *sgl, u64 off, void *buf, u64 len,
 			 enum softmr_copy_dir dir, int access);
 

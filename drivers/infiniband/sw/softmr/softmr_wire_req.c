@@ -177,9 +177,13 @@ static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
 	return 0;
 }
 
-/* Look up @w's gather list into @wc->sgl. */
+/*
+ * Look up @w's gather list into @wc->sgl; @start: its first packet goes
+ * next, so the ODP pages of a message of several packets are faulted in
+ * ahead (once), not one per packet.
+ */
 static int softmr_wire_req_gather_list(struct softmr_wire_conn *wc,
-				       struct softmr_wire_wqe *w)
+				       struct softmr_wire_wqe *w, bool start)
 {
 	struct softmr_qp *qp = wc->qp;
 	const struct softmr_send_wqe *wqe = w->wqe;
@@ -190,6 +194,10 @@ static int softmr_wire_req_gather_list(struct softmr_wire_conn *wc,
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, wqe->sge, wqe->num_sge,
 			       0, wc->sgl) != IB_WC_SUCCESS)
 		return -EFAULT;
+	if (start && w->npkts > 1 && !w->prefetched) {
+		w->prefetched = true;
+		softmr_wire_sgl_prefetch(wc->sgl, false);
+	}
 	return 0;
 }
 
@@ -235,7 +243,8 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			if (softmr_psn_diff(wc->spsn, wc->una) >=
 			    (s32)wc->cc.cwnd)
 				goto out;
-			if (!listed && softmr_wire_req_gather_list(wc, w)) {
+			if (!listed &&
+			    softmr_wire_req_gather_list(wc, w, idx == 0)) {
 				softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
 				goto out;
 			}
@@ -329,6 +338,7 @@ int softmr_wire_req_post(struct softmr_req *req)
 	w->regap = false;
 	w->resp = resp;
 	w->done = false;
+	w->prefetched = false;
 	w->status = IB_WC_SUCCESS;
 	wc->npsn = softmr_psn_add(wc->npsn, npkts);
 	wc->tail++;
@@ -605,11 +615,39 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 	softmr_wire_req_fail(w, softmr_wire_nak_status(val));
 }
 
+/*
+ * Write @len bytes of a read response at @w->got into @w's scatter list;
+ * @first: the first response, so for a read of several responses the
+ * list's ODP pages are faulted in ahead (once).
+ * Return: 0, or -EFAULT when the list no longer resolves or takes them.
+ */
+static int softmr_wire_req_scatter(struct softmr_wire_conn *wc,
+				   struct softmr_wire_wqe *w, bool first,
+				   const void *data, u32 len)
+{
+	struct softmr_qp *qp = wc->qp;
+	int err = -EFAULT;
+
+	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
+			       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+			       wc->sgl) != IB_WC_SUCCESS)
+		goto out;
+	if (first && w->npkts > 1 && !w->prefetched) {
+		w->prefetched = true;
+		softmr_wire_sgl_prefetch(wc->sgl, true);
+	}
+	if (softmr_wire_sgl_copy(wc->sgl, w->got, (void *)data, len,
+				 SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE) == len)
+		err = 0;
+out:
+	softmr_sgl_release(wc->sgl);
+	return err;
+}
+
 /* A read response packet. */
 static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 				      const struct softmr_pkt *pkt)
 {
-	struct softmr_qp *qp = wc->qp;
 	struct softmr_wire_wqe *w = softmr_wire_req_find(wc, pkt->psn);
 	bool last, start;
 	u32 idx, want;
@@ -649,18 +687,9 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	 */
 	if (w->psn != wc->una)
 		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
-	if (want) {
-		if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
-				       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-				       wc->sgl) != IB_WC_SUCCESS ||
-		    softmr_wire_sgl_copy(wc->sgl, w->got, (void *)pkt->payload,
-					 want, SOFTMR_TO_MR,
-					 IB_ACCESS_LOCAL_WRITE) != want) {
-			softmr_sgl_release(wc->sgl);
-			softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
-			return;
-		}
-		softmr_sgl_release(wc->sgl);
+	if (want && softmr_wire_req_scatter(wc, w, !idx, pkt->payload, want)) {
+		softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
+		return;
 	}
 	w->got += want;
 	/*
