@@ -178,12 +178,23 @@ static int softmr_wire_req_send_one(struct softmr_wire_conn *wc,
 }
 
 /*
- * Look up @w's gather list into @wc->sgl; @start: its first packet goes
- * next, so the ODP pages of a message of several packets are faulted in
- * ahead (once), not one per packet.
+ * @w's list (in @wc->sgl) is used for the first time, at its first
+ * packet or first read response: the ODP pages of a message of several
+ * packets are faulted in ahead, not one per packet.  Once: a go-back to
+ * the first packet, which a peer's NAKs can force, does not again.
  */
+static void softmr_wire_req_prefetch(struct softmr_wire_conn *wc,
+				     struct softmr_wire_wqe *w, bool write)
+{
+	if (w->npkts > 1 && !w->prefetched) {
+		w->prefetched = true;
+		softmr_wire_sgl_prefetch(wc->sgl, write);
+	}
+}
+
+/* Look up @w's gather list into @wc->sgl. */
 static int softmr_wire_req_gather_list(struct softmr_wire_conn *wc,
-				       struct softmr_wire_wqe *w, bool start)
+				       struct softmr_wire_wqe *w)
 {
 	struct softmr_qp *qp = wc->qp;
 	const struct softmr_send_wqe *wqe = w->wqe;
@@ -194,10 +205,7 @@ static int softmr_wire_req_gather_list(struct softmr_wire_conn *wc,
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, wqe->sge, wqe->num_sge,
 			       0, wc->sgl) != IB_WC_SUCCESS)
 		return -EFAULT;
-	if (start && w->npkts > 1 && !w->prefetched) {
-		w->prefetched = true;
-		softmr_wire_sgl_prefetch(wc->sgl, false);
-	}
+	softmr_wire_req_prefetch(wc, w, false);
 	return 0;
 }
 
@@ -243,8 +251,7 @@ void softmr_wire_req_push(struct softmr_wire_conn *wc)
 			if (softmr_psn_diff(wc->spsn, wc->una) >=
 			    (s32)wc->cc.cwnd)
 				goto out;
-			if (!listed &&
-			    softmr_wire_req_gather_list(wc, w, idx == 0)) {
+			if (!listed && softmr_wire_req_gather_list(wc, w)) {
 				softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
 				goto out;
 			}
@@ -616,13 +623,11 @@ static void softmr_wire_req_aeth(struct softmr_wire_conn *wc,
 }
 
 /*
- * Write @len bytes of a read response at @w->got into @w's scatter list;
- * @first: the first response, so for a read of several responses the
- * list's ODP pages are faulted in ahead (once).
+ * Write @len bytes of a read response at @w->got into @w's scatter list.
  * Return: 0, or -EFAULT when the list no longer resolves or takes them.
  */
 static int softmr_wire_req_scatter(struct softmr_wire_conn *wc,
-				   struct softmr_wire_wqe *w, bool first,
+				   struct softmr_wire_wqe *w,
 				   const void *data, u32 len)
 {
 	struct softmr_qp *qp = wc->qp;
@@ -632,10 +637,7 @@ static int softmr_wire_req_scatter(struct softmr_wire_conn *wc,
 			       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 			       wc->sgl) != IB_WC_SUCCESS)
 		goto out;
-	if (first && w->npkts > 1 && !w->prefetched) {
-		w->prefetched = true;
-		softmr_wire_sgl_prefetch(wc->sgl, true);
-	}
+	softmr_wire_req_prefetch(wc, w, true);
 	if (softmr_wire_sgl_copy(wc->sgl, w->got, (void *)data, len,
 				 SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE) == len)
 		err = 0;
@@ -687,7 +689,7 @@ static void softmr_wire_req_read_resp(struct softmr_wire_conn *wc,
 	 */
 	if (w->psn != wc->una)
 		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
-	if (want && softmr_wire_req_scatter(wc, w, !idx, pkt->payload, want)) {
+	if (want && softmr_wire_req_scatter(wc, w, pkt->payload, want)) {
 		softmr_wire_req_fail(w, IB_WC_LOC_PROT_ERR);
 		return;
 	}
