@@ -59,12 +59,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int udp_socket(const char *host, const char *port, bool server)
+/* bound to @port (@passive), or connected to @host's @port */
+static int udp_socket(const char *host, const char *port, bool passive)
 {
 	struct addrinfo hints = {
 		.ai_family = AF_UNSPEC,
 		.ai_socktype = SOCK_DGRAM,
-		.ai_flags = server ? AI_PASSIVE : 0,
+		.ai_flags = passive ? AI_PASSIVE : 0,
 	}, *ai;
 	int s, err;
 
@@ -75,7 +76,7 @@ static int udp_socket(const char *host, const char *port, bool server)
 		return -1;
 	}
 	s = socket(ai->ai_family, SOCK_DGRAM, 0);
-	if (s < 0 || (server ? bind(s, ai->ai_addr, ai->ai_addrlen) :
+	if (s < 0 || (passive ? bind(s, ai->ai_addr, ai->ai_addrlen) :
 			       connect(s, ai->ai_addr, ai->ai_addrlen))) {
 		perror("udp_rtt: socket");
 		if (s >= 0)
