@@ -139,6 +139,8 @@ struct softmr_counters {
  * @qp_next: next QP number tried by the cyclic allocator
  * @qp_count: QPs now
  * @sq_pollers: send queue pollers running (softmr_sq_poll.c)
+ * @sq_poll_refused: a QP was refused a poller since the running ones last
+ *	looked (softmr_sq_poll.c)
  * @odp_ok: ODP offered: the kernel allows it and the DMA setup maps pages
  *	one to one (softmr_odp_page())
  * @srq_count: SRQs now
@@ -189,6 +191,7 @@ struct softmr_dev {
 	u32 qp_next;
 	atomic_t qp_count;
 	atomic_t sq_pollers;
+	atomic_t sq_poll_refused;
 	bool odp_ok;
 	atomic_t srq_count;
 	struct xarray ah_xa;
@@ -610,7 +613,10 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	partner existed then, so a QP with a higher serial is not it
  * @peer_serial: connected QPs: @serial of the partner this QP exchanged
  *	its first message with since it was connected, or 0
- * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries, polling
+ * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
+ * @sq_poll_work: polls a user QP's SQ (softmr_sq_poll.c)
+ * @sq_poll_cpu: the CPU the QP was last queued to be polled on, or -1
+ * @sq_poster_cpu: the CPU of the last send doorbell, or -1
  * @sq_poll_backoff: ktime (ns) before which no poller starts: the last
  *	one found nothing to do (softmr_sq_poll())
  * @sq_rung: the producer index the last send doorbell saw: WQEs before it
@@ -654,6 +660,9 @@ struct softmr_qp {
 	u64 rtr_serial;
 	atomic64_t peer_serial;
 	struct delayed_work sq_work;
+	struct delayed_work sq_poll_work;
+	int sq_poll_cpu;
+	int sq_poster_cpu;
 	u64 sq_poll_backoff;
 	u32 sq_rung;
 	struct softmr_req *req;
@@ -925,8 +934,10 @@ int softmr_engine_qp_init(struct softmr_qp *qp);
 void softmr_engine_qp_cleanup(struct softmr_qp *qp);
 void softmr_qp_run(struct softmr_qp *qp);
 void softmr_qp_doorbell(struct softmr_qp *qp);
+int softmr_sq_poll_init(void);
+void softmr_sq_poll_exit(void);
 void softmr_sq_poll_start(struct softmr_qp *qp);
-void softmr_sq_poll(struct softmr_qp *qp);
+void softmr_sq_poll_work(struct work_struct *work);
 void softmr_qp_kick(struct softmr_qp *qp);
 void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
 void softmr_sq_work(struct work_struct *work);

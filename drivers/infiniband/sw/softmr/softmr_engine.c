@@ -53,13 +53,21 @@ const u32 softmr_rnr_usecs[32] = {
 
 int softmr_engine_init(void)
 {
+	int err;
+
 	softmr_engine_wq = alloc_workqueue("softmr_engine",
 					   WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	return softmr_engine_wq ? 0 : -ENOMEM;
+	if (!softmr_engine_wq)
+		return -ENOMEM;
+	err = softmr_sq_poll_init();
+	if (err)
+		destroy_workqueue(softmr_engine_wq);
+	return err;
 }
 
 void softmr_engine_exit(void)
 {
+	softmr_sq_poll_exit();
 	destroy_workqueue(softmr_engine_wq);
 }
 
@@ -1555,6 +1563,7 @@ static void softmr_sq_ring(struct softmr_qp *qp)
 void softmr_qp_doorbell(struct softmr_qp *qp)
 {
 	softmr_count(qp->sdev, SOFTMR_CNT_SEND_DOORBELLS, 1);
+	WRITE_ONCE(qp->sq_poster_cpu, raw_smp_processor_id());
 	softmr_sq_ring(qp);
 	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
@@ -1596,7 +1605,7 @@ void softmr_sq_work(struct work_struct *work)
 	if (softmr_qp_run_more(qp, true))
 		softmr_qp_kick(qp);
 	else
-		softmr_sq_poll(qp);
+		softmr_sq_poll_start(qp);
 }
 
 static int softmr_post_send_one(struct softmr_qp *qp,

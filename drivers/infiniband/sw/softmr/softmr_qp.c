@@ -233,6 +233,9 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_LIST_HEAD(&qp->rnr_entry);
 	qp->rnr_left = -1;
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
+	INIT_DELAYED_WORK(&qp->sq_poll_work, softmr_sq_poll_work);
+	qp->sq_poll_cpu = -1;
+	qp->sq_poster_cpu = -1;
 	softmr_wire_ud_init(qp);
 
 	err = softmr_engine_qp_init(qp);
@@ -615,6 +618,8 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->dying = true;
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 	softmr_rnr_forget(qp);
+	/* the poller first: it may queue sq_work as it leaves */
+	disable_delayed_work_sync(&qp->sq_poll_work);
 	disable_delayed_work_sync(&qp->sq_work);
 	softmr_wire_conn_close(qp);
 	softmr_wire_ud_close(qp);
@@ -622,6 +627,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	softmr_work_quiesce(&qp->sq_poll_work);	/* before 6.10 only */
 	softmr_work_quiesce(&qp->sq_work);	/* before 6.10 only */
 	/* nothing runs the QP now; softmr_rnr_wait() skipped it since dying */
 	if (WARN_ON_ONCE(!list_empty_careful(&qp->rnr_entry)))

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Send queue polling: after a user QP's send doorbell, the QP's engine
- * work item watches the ring's producer index for a while, so that a busy
- * QP's next WQEs run without a kernel entry each.  The provider skips the
- * send doorbell while the ring header says the kernel watches
- * (softmr_wq_hdr.sq_polled), in the Dekker order both sides keep:
+ * Send queue polling: after a user QP's send doorbell, the QP's poller
+ * (its own work item) watches the ring's producer index for a while, so
+ * that a busy QP's next WQEs run without a kernel entry each.  The
+ * provider skips the send doorbell while the ring header says the kernel
+ * watches (softmr_wq_hdr.sq_polled), in the Dekker order both sides keep:
  *
  *   provider: store producer; full barrier; load sq_polled (1: no doorbell)
  *   kernel:   store sq_polled = 0; full barrier; load producer (new: go on)
@@ -20,13 +20,23 @@
  *  - SOFTMR_SQ_POLL_BATCH WQEs per pass, then the checks below again;
  *  - one poller per context, and at most half the online CPUs' worth per
  *    device (at least one); with one CPU online, none;
- *  - it stops when another task could use its CPU (single_task_running(),
- *    as KVM's halt polling decides), after sq_poll_usecs without a new
+ *  - it runs on a CPU other than the poster's, on a bound workqueue of
+ *    its own (softmr_sq_poll_wq, CPU intensive: its runs hold no other
+ *    work back), so that the poster and the poller each have a CPU; the
+ *    CPU is kept from run to run while it is not the poster's;
+ *  - when another task is runnable on its CPU (single_task_running(), as
+ *    KVM's halt polling asks) it gives the CPU up and goes on when alone
+ *    again (softmr_sq_poll_crowded()); it stops after
+ *    SOFTMR_SQ_POLL_SHARE_NS of sharing, after sq_poll_usecs without a new
  *    WQE, when the head cannot run (RNR wait, fence, a large WQE), when the
- *    QP leaves RTS or is being destroyed, and after SOFTMR_SQ_POLL_RUN_NS,
- *    when it queues itself again behind other work if WQEs wait;
+ *    QP leaves RTS or is being destroyed, when sq_poll_usecs becomes 0,
+ *    and, looked at every SOFTMR_SQ_POLL_RUN_NS, when another QP was
+ *    refused a poller meanwhile or after SOFTMR_SQ_POLL_MAX_NS; it then
+ *    has the engine's worker run the WQEs that wait;
  *  - a run that found nothing to do keeps doorbells from starting another
- *    for SOFTMR_SQ_POLL_BACKOFF_NS.
+ *    for SOFTMR_SQ_POLL_BACKOFF_NS, one that left its CPU to another task
+ *    for SOFTMR_SQ_POLL_YIELD_NS (the engine's worker that takes the WQEs
+ *    it left starts none then either).
  * QPs on the wire are not polled: their connection's worker takes WQEs as
  * the window opens.  Polling is off unless sq_poll_usecs is set: the
  * poller's time is not charged to the poster, and the engine worker's own
@@ -36,6 +46,7 @@
 
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/sched/stat.h>
 #include <linux/timekeeping.h>
 
@@ -46,12 +57,20 @@ module_param(sq_poll_usecs, uint, 0644);
 MODULE_PARM_DESC(sq_poll_usecs,
 		 "after a send doorbell, watch the send queue this long for more WQEs (default 0: off; at most 1000)");
 
-/* The longest one poller run lasts before it queues itself again. */
+/* How often a run looks whether it should make way for another QP. */
 #define SOFTMR_SQ_POLL_RUN_NS	(2 * NSEC_PER_MSEC)
+/* How long the poller shares its CPU with another task before it leaves. */
+#define SOFTMR_SQ_POLL_SHARE_NS	(50 * NSEC_PER_USEC)
+/* After a run that left its CPU to another task, none starts this long. */
+#define SOFTMR_SQ_POLL_YIELD_NS	(1 * NSEC_PER_MSEC)
+/* The longest one poller run lasts. */
+#define SOFTMR_SQ_POLL_MAX_NS	(20 * NSEC_PER_MSEC)
 /* After a run that found nothing to do, doorbells start none this long. */
 #define SOFTMR_SQ_POLL_BACKOFF_NS	(5 * NSEC_PER_MSEC)
 /* WQEs one pass runs before the poller looks around again. */
 #define SOFTMR_SQ_POLL_BATCH		16
+
+static struct workqueue_struct *softmr_sq_poll_wq;
 
 /* The idle time, or 0 when @qp is not polled. */
 static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
@@ -77,19 +96,54 @@ static bool softmr_sq_poll_open(struct softmr_qp *qp)
 	       list_empty_careful(&qp->rnr_entry);
 }
 
+/*
+ * The CPU to poll @qp on: the one it was polled on last, unless that is
+ * the poster's (where the last send doorbell came from); else the next
+ * online housekeeping one after the poster's.  A hint: the poster may move, a CPU may
+ * go offline (the workqueue then runs the work elsewhere).
+ */
+static int softmr_sq_poll_cpu(struct softmr_qp *qp)
+{
+	/* not on isolated CPUs (isolcpus=domain, isolated cpuset partitions) */
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_DOMAIN);
+	int here = READ_ONCE(qp->sq_poster_cpu);
+	int cpu = READ_ONCE(qp->sq_poll_cpu);
+
+	if (here < 0 || here >= nr_cpu_ids)
+		here = raw_smp_processor_id();
+	if (cpu != here && cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu) &&
+	    cpumask_test_cpu(cpu, hk))
+		return cpu;
+	cpu = cpumask_next_and(here, hk, cpu_online_mask);
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first_and(hk, cpu_online_mask);
+	if (cpu >= nr_cpu_ids || cpu == here)
+		return -1;	/* this one alone is online */
+	WRITE_ONCE(qp->sq_poll_cpu, cpu);
+	return cpu;
+}
+
 /**
- * softmr_sq_poll_start() - after a send doorbell: have the QP polled
- * @qp: the QP, its send queue just run
+ * softmr_sq_poll_start() - after a send queue run: have the QP polled
+ * @qp: the QP, its send queue just run (by a doorbell in the poster's
+ *	context, or by the engine's worker)
  *
- * Queues the QP's engine work, which polls (softmr_sq_poll()), unless
- * a poller watches already or the QP is not polled.
+ * Queues the QP's poller (softmr_sq_poll()) on another CPU than the
+ * poster's, unless a poller watches already or the QP is not polled.
+ * Callable in atomic context.
  */
 void softmr_sq_poll_start(struct softmr_qp *qp)
 {
-	if (softmr_sq_poll_ns(qp) && softmr_sq_poll_open(qp) &&
-	    !READ_ONCE(qp->sq.hdr->sq_polled) &&
-	    ktime_get_ns() >= READ_ONCE(qp->sq_poll_backoff))
-		softmr_qp_kick(qp);
+	int cpu;
+
+	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_open(qp) ||
+	    READ_ONCE(qp->sq.hdr->sq_polled) ||
+	    ktime_get_ns() < READ_ONCE(qp->sq_poll_backoff))
+		return;
+	cpu = softmr_sq_poll_cpu(qp);
+	if (cpu >= 0)
+		queue_delayed_work_on(cpu, softmr_sq_poll_wq,
+				      &qp->sq_poll_work, 0);
 }
 
 /* Stop watching; true when a WQE came in meanwhile (go on watching). */
@@ -105,7 +159,11 @@ static bool softmr_sq_poll_stop(struct softmr_qp *qp)
 	return true;
 }
 
-/* A poller slot of the QP's context and device; false when none is free. */
+/*
+ * A poller slot of the QP's context and device; false when none is free.
+ * When the device has none, the running pollers (other contexts') are
+ * told (sq_poll_refused) to make way at their next look.
+ */
 static bool softmr_sq_poll_get(struct softmr_qp *qp)
 {
 	int max = max(1U, num_online_cpus() / 2);
@@ -114,10 +172,13 @@ static bool softmr_sq_poll_get(struct softmr_qp *qp)
 		goto put_owner;
 	if (atomic_inc_return(&qp->sdev->sq_pollers) > max)
 		goto put_dev;
+	/* a slot was free: a refusal before is answered */
+	atomic_set(&qp->sdev->sq_poll_refused, 0);
 	return true;
 
 put_dev:
 	atomic_dec(&qp->sdev->sq_pollers);
+	atomic_set(&qp->sdev->sq_poll_refused, 1);
 put_owner:
 	atomic_dec(&qp->owner->sq_pollers);
 	return false;
@@ -141,11 +202,24 @@ static void softmr_sq_poll_put(struct softmr_qp *qp)
 static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 				 bool stuck, bool contended)
 {
-	WRITE_ONCE(qp->sq_poll_backoff, progress ? 0 :
-		   ktime_get_ns() + SOFTMR_SQ_POLL_BACKOFF_NS);
+	u64 backoff = 0;
+
+	/*
+	 * no new poller soon when this one found nothing to do, or its CPU
+	 * was wanted (the engine's worker queued below starts none either:
+	 * it would find the poller it queued on this CPU, which would leave
+	 * again)
+	 */
+	if (!progress)
+		backoff = ktime_get_ns() + SOFTMR_SQ_POLL_BACKOFF_NS;
+	else if (contended)
+		backoff = ktime_get_ns() + SOFTMR_SQ_POLL_YIELD_NS;
+	WRITE_ONCE(qp->sq_poll_backoff, backoff);
 	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
 	smp_mb();	/* as in _stop() */
 	softmr_sq_poll_put(qp);
+	if (contended)	/* the next run looks for another CPU */
+		WRITE_ONCE(qp->sq_poll_cpu, -1);
 	if (!softmr_sq_poll_pending(qp))
 		return;
 	if (!stuck && softmr_sq_poll_open(qp)) {
@@ -166,24 +240,74 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 	}
 }
 
+/*
+ * Has another task wanted this CPU for SOFTMR_SQ_POLL_SHARE_NS?  The
+ * poller gives the CPU to it at once (schedule(): the scheduler would let
+ * the poller run out its slice first), and goes on when it is alone again:
+ * a task that runs briefly (a timer's, the engine worker's) costs the
+ * poller nothing, one that stays (the poster itself, moved here) sends it
+ * away.  @since: when the CPU was first seen shared, 0 when it is not.
+ */
+static bool softmr_sq_poll_crowded(struct softmr_qp *qp, u64 *since)
+{
+	u64 now;
+
+	if (single_task_running()) {
+		*since = 0;
+		return false;
+	}
+	now = ktime_get_ns();
+	if (!*since)
+		*since = now;
+	if (now - *since >= SOFTMR_SQ_POLL_SHARE_NS)
+		return true;
+	/*
+	 * off the CPU, the poller does not watch: the provider rings
+	 * meanwhile (the order of softmr_sq_poll_stop(); the loop looks at
+	 * the producer again after watching again)
+	 */
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
+	smp_mb();	/* the flag before the producer, as in _stop() */
+	schedule();	/* still runnable: back when the other has run */
+	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
+	smp_mb();	/* watching again before the next producer check */
+	return false;
+}
+
+/*
+ * At a look (every SOFTMR_SQ_POLL_RUN_NS): may the run go on?  The idle
+ * time is read again (0: polling was turned off).
+ */
+static bool softmr_sq_poll_go_on(struct softmr_qp *qp, u64 now, u64 start,
+				 u64 *idle_ns)
+{
+	*idle_ns = softmr_sq_poll_ns(qp);
+	if (!*idle_ns || now - start >= SOFTMR_SQ_POLL_MAX_NS)
+		return false;
+	/* another QP wanted a poller: make way */
+	return !atomic_xchg(&qp->sdev->sq_poll_refused, 0);
+}
+
 /**
  * softmr_sq_poll() - watch a QP's send queue for new WQEs and run them
- * @qp: a QP, in its engine work
+ * @qp: a QP, in its poller work (softmr_sq_poll_work())
  *
  * Sleeps (sq.lock).  Returns when the QP has been idle for sq_poll_usecs,
  * when another task wants the CPU, when the head cannot run or the QP is
- * no longer open, or after SOFTMR_SQ_POLL_RUN_NS (then queued again when
- * it made progress and WQEs wait).
+ * no longer open, or at a look (every SOFTMR_SQ_POLL_RUN_NS) when another
+ * QP was refused a poller, polling was turned off or the run has lasted
+ * SOFTMR_SQ_POLL_MAX_NS; WQEs that wait then go to the engine's worker.
  */
-void softmr_sq_poll(struct softmr_qp *qp)
+static void softmr_sq_poll(struct softmr_qp *qp)
 {
 	u64 idle_ns = softmr_sq_poll_ns(qp);
 	bool progress = false, stuck = false, contended = false;
-	u64 now, idle_end, run_end;
+	u64 now, start, idle_end, run_end, crowded_since = 0;
 
 	if (!idle_ns || !softmr_sq_poll_open(qp) || !softmr_sq_poll_get(qp))
 		return;
 	now = ktime_get_ns();
+	start = now;
 	idle_end = now + idle_ns;
 	run_end = now + SOFTMR_SQ_POLL_RUN_NS;
 	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
@@ -193,7 +317,7 @@ void softmr_sq_poll(struct softmr_qp *qp)
 		cond_resched();
 		if (!softmr_sq_poll_open(qp))
 			break;
-		if (!single_task_running()) {
+		if (softmr_sq_poll_crowded(qp, &crowded_since)) {
 			contended = true;
 			break;
 		}
@@ -216,9 +340,33 @@ void softmr_sq_poll(struct softmr_qp *qp)
 		} else if (now > idle_end && !softmr_sq_poll_stop(qp)) {
 			break;	/* idle: nothing waits */
 		}
-		if (now > run_end)
-			break;
+		if (now > run_end) {
+			if (!softmr_sq_poll_go_on(qp, now, start, &idle_ns))
+				break;
+			run_end = now + SOFTMR_SQ_POLL_RUN_NS;
+			idle_end = min(idle_end, now + idle_ns);
+		}
 		cpu_relax();
 	}
 	softmr_sq_poll_leave(qp, progress, stuck, contended);
+}
+
+void softmr_sq_poll_work(struct work_struct *work)
+{
+	struct softmr_qp *qp = container_of(to_delayed_work(work),
+					    struct softmr_qp, sq_poll_work);
+
+	softmr_sq_poll(qp);
+}
+
+int softmr_sq_poll_init(void)
+{
+	softmr_sq_poll_wq = alloc_workqueue("softmr_sq_poll",
+					    WQ_CPU_INTENSIVE, 0);
+	return softmr_sq_poll_wq ? 0 : -ENOMEM;
+}
+
+void softmr_sq_poll_exit(void)
+{
+	destroy_workqueue(softmr_sq_poll_wq);
 }
