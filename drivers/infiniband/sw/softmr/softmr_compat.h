@@ -107,6 +107,17 @@ static inline void softmr_work_quiesce(struct delayed_work *dwork)
 static inline void softmr_work_quiesce(struct delayed_work *dwork) { }
 #endif
 
+/*
+ * 6.17: WQ_PERCPU names a per-CPU (bound) workqueue; 7.x warns when a
+ * workqueue has neither it nor WQ_UNBOUND (Debian's 6.12 has it backported,
+ * and needs it not).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define SOFTMR_WQ_PERCPU	WQ_PERCPU
+#else
+#define SOFTMR_WQ_PERCPU	0
+#endif
+
 /* 6.13: MODULE_IMPORT_NS() takes a string. */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
 #define SOFTMR_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)

@@ -361,7 +361,7 @@ void softmr_sq_poll_work(struct work_struct *work)
 
 int softmr_sq_poll_init(void)
 {
-	softmr_sq_poll_wq = alloc_workqueue("softmr_sq_poll",
+	softmr_sq_poll_wq = alloc_workqueue("softmr_sq_poll", SOFTMR_WQ_PERCPU |
 					    WQ_CPU_INTENSIVE, 0);
 	return softmr_sq_poll_wq ? 0 : -ENOMEM;
 }
