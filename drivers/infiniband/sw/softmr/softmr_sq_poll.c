@@ -193,11 +193,12 @@ static void softmr_sq_poll_put(struct softmr_qp *qp)
 /*
  * The poller leaves: from now on the provider rings.  WQEs posted without
  * a doorbell while it watched run when the QP's work, queued again, takes
- * them (the poller left for another task, or its time was up), when what
- * holds the head back resumes the QP (@stuck: the RNR timer, the peer),
- * at the doorbell the provider rings for a large WQE, or are flushed in
- * the error state.  A QP no longer open (RNR wait, SQD, dying) is resumed
- * by whatever changes that.
+ * them (at once when the poller's time was up or it made way; a tick later
+ * when the head did not run, @stuck, or it left for another task without
+ * progress), when what holds the head back resumes the QP (the peer, the
+ * doorbell the provider rings for a large WQE), or are flushed in the
+ * error state.  A QP no longer open (RNR wait, SQD, dying) is resumed by
+ * whatever changes that.
  */
 static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 				 bool stuck, bool contended)
@@ -222,14 +223,17 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 		WRITE_ONCE(qp->sq_poll_cpu, -1);
 	if (!softmr_sq_poll_pending(qp))
 		return;
-	if (!stuck && softmr_sq_poll_open(qp)) {
+	if (softmr_sq_poll_open(qp)) {
 		/*
 		 * behind other work, then on (softmr_sq_work()); a tick later
-		 * when it left for another task without getting anywhere, so
-		 * that a head the worker cannot run costs a pass a tick, not
-		 * a busy loop
+		 * when the head did not run (@stuck) or the poller left for
+		 * another task without getting anywhere, so that a head the
+		 * worker cannot run costs a pass a tick, not a busy loop.  A
+		 * stuck head is queued too: a doorbell rung meanwhile may have
+		 * run it, and WQEs posted after it without a doorbell, while
+		 * the poller watched, are nobody else's.
 		 */
-		if (contended && !progress)
+		if (stuck || (contended && !progress))
 			softmr_qp_kick_delayed(qp, 1);
 		else
 			softmr_qp_kick(qp);
@@ -330,15 +334,29 @@ static void softmr_sq_poll(struct softmr_qp *qp)
 			more = softmr_sq_process_budget(qp, SOFTMR_SQ_POLL_BATCH,
 							true, &blocked);
 			mutex_unlock(&qp->sq.lock);
-			if (READ_ONCE(qp->sq.cons) != cons)
-				progress = true;
-			/* the head waits for something (a large one: a doorbell) */
-			stuck = blocked || (READ_ONCE(qp->sq.cons) == cons && !more);
-			if (stuck)
+			if (blocked) {	/* a large one: it waits for a doorbell */
+				stuck = true;
 				break;
-			idle_end = now + idle_ns;
-		} else if (now > idle_end && !softmr_sq_poll_stop(qp)) {
-			break;	/* idle: nothing waits */
+			}
+			if (READ_ONCE(qp->sq.cons) != cons || more) {
+				progress = true;
+				idle_end = now + idle_ns;
+			} else if (now > idle_end) {
+				/*
+				 * the head has not run for the idle time (a
+				 * stop: the wire's window, a peer going away).
+				 * Nothing run once is no sign of that: a
+				 * doorbell, rung while the poller was off its
+				 * CPU, may have emptied the ring since the
+				 * producer was looked at.
+				 */
+				stuck = true;
+				break;
+			}
+		} else if (now > idle_end) {
+			if (!softmr_sq_poll_stop(qp))
+				break;	/* idle: nothing waits */
+			idle_end = now + idle_ns;	/* one came as it stopped */
 		}
 		if (now > run_end) {
 			if (!softmr_sq_poll_go_on(qp, now, start, &idle_ns))
