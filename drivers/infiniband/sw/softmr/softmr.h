@@ -618,7 +618,8 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @sq_poll_cpu: the CPU the QP was last queued to be polled on, or -1
  * @sq_poster_cpu: the CPU of the last send doorbell, or -1
  * @sq_poll_backoff: ktime (ns) before which no poller starts: the last
- *	one found nothing to do (softmr_sq_poll())
+ *	one found nothing to do, or left its CPU to another task
+ *	(softmr_sq_poll_leave())
  * @sq_rung: the producer index the last send doorbell saw: WQEs before it
  *	were rung for, later ones the poller runs only when small
  * @req: the engine's state for the WQE being executed (under sq.lock)

@@ -99,8 +99,8 @@ static bool softmr_sq_poll_open(struct softmr_qp *qp)
 /*
  * The CPU to poll @qp on: the one it was polled on last, unless that is
  * the poster's (where the last send doorbell came from); else the next
- * online housekeeping one after the poster's.  A hint: the poster may move, a CPU may
- * go offline (the workqueue then runs the work elsewhere).
+ * online housekeeping one after the poster's.  A hint: the poster may
+ * move, a CPU may go offline (the workqueue then runs the work elsewhere).
  */
 static int softmr_sq_poll_cpu(struct softmr_qp *qp)
 {
@@ -146,16 +146,24 @@ void softmr_sq_poll_start(struct softmr_qp *qp)
 				      &qp->sq_poll_work, 0);
 }
 
+/*
+ * Say whether the kernel watches the ring (@on: the provider rings no
+ * doorbell for small WQEs), the flag stored before the producer is read
+ * next: pairs with the provider's barrier between the two.
+ */
+static void softmr_sq_poll_watch(struct softmr_qp *qp, u32 on)
+{
+	WRITE_ONCE(qp->sq.hdr->sq_polled, on);
+	smp_mb();	/* the flag before the producer */
+}
+
 /* Stop watching; true when a WQE came in meanwhile (go on watching). */
 static bool softmr_sq_poll_stop(struct softmr_qp *qp)
 {
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
-	/* the flag before the producer: pairs with the provider's barrier */
-	smp_mb();
+	softmr_sq_poll_watch(qp, 0);
 	if (!softmr_sq_poll_pending(qp))
 		return false;
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
-	smp_mb();	/* watching again before the next producer check */
+	softmr_sq_poll_watch(qp, 1);
 	return true;
 }
 
@@ -216,8 +224,7 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 	else if (contended)
 		backoff = ktime_get_ns() + SOFTMR_SQ_POLL_YIELD_NS;
 	WRITE_ONCE(qp->sq_poll_backoff, backoff);
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
-	smp_mb();	/* as in _stop() */
+	softmr_sq_poll_watch(qp, 0);
 	softmr_sq_poll_put(qp);
 	if (contended)	/* the next run looks for another CPU */
 		WRITE_ONCE(qp->sq_poll_cpu, -1);
@@ -267,14 +274,12 @@ static bool softmr_sq_poll_crowded(struct softmr_qp *qp, u64 *since)
 		return true;
 	/*
 	 * off the CPU, the poller does not watch: the provider rings
-	 * meanwhile (the order of softmr_sq_poll_stop(); the loop looks at
-	 * the producer again after watching again)
+	 * meanwhile (the loop looks at the producer again after watching
+	 * again)
 	 */
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 0);
-	smp_mb();	/* the flag before the producer, as in _stop() */
+	softmr_sq_poll_watch(qp, 0);
 	schedule();	/* still runnable: back when the other has run */
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
-	smp_mb();	/* watching again before the next producer check */
+	softmr_sq_poll_watch(qp, 1);
 	return false;
 }
 
@@ -314,8 +319,7 @@ static void softmr_sq_poll(struct softmr_qp *qp)
 	start = now;
 	idle_end = now + idle_ns;
 	run_end = now + SOFTMR_SQ_POLL_RUN_NS;
-	WRITE_ONCE(qp->sq.hdr->sq_polled, 1);
-	smp_mb();	/* the flag before the producer, as in _stop() */
+	softmr_sq_poll_watch(qp, 1);
 	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
 	for (;;) {
 		cond_resched();
