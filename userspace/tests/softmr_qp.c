@@ -3,8 +3,9 @@
  * softmr QP engine test: every operation on RC (and sends on UD) between
  * two QPs of softmr0, data verified byte by byte, completions checked for
  * opcode, length, immediate data and status, and the error paths: remote
- * access errors, local protection errors, RNR, flushes, and a process
- * writing garbage into its own send ring.
+ * access errors, local protection errors, RNR, flushes, a partner that was
+ * connected to another QP, and a process writing garbage into its own send
+ * ring.
  *
  * usage: softmr_qp DEV
  */
@@ -192,6 +193,90 @@ static void test_rc_errors(struct ibv_mr *mr, uint8_t *buf)
 	      ibv_wc_status_str(wc.status));
 	free_end(&a);
 	free_end(&b);
+}
+
+/* Reset @qp and connect it anew to @remote. */
+static int reconnect(struct ibv_qp *qp, uint32_t remote)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	return to_rts(qp, remote, IBV_ACCESS_LOCAL_WRITE |
+		      IBV_ACCESS_REMOTE_WRITE, 7, 1);
+}
+
+/*
+ * A requester that wrote to its partner must not keep writing to it once
+ * the partner was connected to another QP (or it to another partner): the
+ * engine remembers the partner it checked, and a modify of either end
+ * makes it check anew.
+ */
+static void test_rc_reconnect(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {}, c = {};
+	uint8_t *src = buf, *dst = buf + BUF / 2, want[64];
+	struct ibv_sge s = { (uintptr_t)src, sizeof(want), mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_wc wc;
+	int i;
+
+	printf("-- RC partner reconnected\n");
+	wr.wr.rdma.remote_addr = (uintptr_t)dst;
+	wr.wr.rdma.rkey = mr->rkey;
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7) ||
+	    make_end(&c, IBV_QPT_RC, NULL)) {
+		CHECK(0, "QPs");
+		goto out;
+	}
+	/* several writes: the partner is checked, then remembered */
+	for (i = 0; i < 4; i++) {
+		fill(src, sizeof(want), 40 + i);
+		wr.wr_id = 40 + i;
+		CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
+		      wc.status == IBV_WC_SUCCESS &&
+		      !memcmp(dst, src, sizeof(want)),
+		      "write %d to the partner: %s", i,
+		      ibv_wc_status_str(wc.status));
+	}
+	/* B is C's partner now; A still names B */
+	CHECK(!reconnect(b.qp, c.qp->qp_num) &&
+	      !reconnect(c.qp, b.qp->qp_num), "B and C connected");
+	memcpy(want, dst, sizeof(want));
+	fill(src, sizeof(want), 77);
+	wr.wr_id = 50;
+	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) && wc.wr_id == 50 &&
+	      wc.status == IBV_WC_RETRY_EXC_ERR,
+	      "write to a partner connected elsewhere: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!memcmp(dst, want, sizeof(want)), "its memory unchanged");
+	/* C, which wrote to B, names A now; B still names C */
+	for (i = 0; i < 4; i++) {
+		fill(src, sizeof(want), 60 + i);
+		wr.wr_id = 60 + i;
+		CHECK(!post(c.qp, &wr) && !wait_wc(c.cq, &wc) &&
+		      wc.status == IBV_WC_SUCCESS &&
+		      !memcmp(dst, src, sizeof(want)),
+		      "write %d from B's new partner: %s", i,
+		      ibv_wc_status_str(wc.status));
+	}
+	CHECK(!reconnect(c.qp, a.qp->qp_num), "C connected to A");
+	memcpy(want, dst, sizeof(want));
+	fill(src, sizeof(want), 99);
+	wr.wr_id = 70;
+	CHECK(!post(c.qp, &wr) && !wait_wc(c.cq, &wc) && wc.wr_id == 70 &&
+	      wc.status == IBV_WC_RETRY_EXC_ERR,
+	      "write after the requester was connected elsewhere: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!memcmp(dst, want, sizeof(want)), "B's memory unchanged");
+out:
+	free_end(&a);
+	free_end(&b);
+	free_end(&c);
 }
 
 /* The provider's send doorbell, rung by hand. */
@@ -667,6 +752,7 @@ int main(int argc, char **argv)
 
 	test_rc_ops(mr, buf, "pinned");
 	test_rc_errors(mr, buf);
+	test_rc_reconnect(mr, buf);
 	test_garbage_ring(mr, buf);
 	test_ud(mr, buf);
 	test_srq(mr, buf);

@@ -613,6 +613,9 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	partner existed then, so a QP with a higher serial is not it
  * @peer_serial: connected QPs: @serial of the partner this QP exchanged
  *	its first message with since it was connected, or 0
+ * @conn_gen: bumped under @state_lock by every modify_qp that changes
+ *	what the partner check reads (and clears @peer_serial): a check made
+ *	at an older value is made anew (softmr_conn_cache)
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
  * @sq_poll_work: polls a user QP's SQ (softmr_sq_poll.c)
  * @sq_poll_cpu: the CPU the QP was last queued to be polled on, or -1
@@ -660,6 +663,7 @@ struct softmr_qp {
 	u64 serial;
 	u64 rtr_serial;
 	atomic64_t peer_serial;
+	u64 conn_gen;
 	struct delayed_work sq_work;
 	struct delayed_work sq_poll_work;
 	int sq_poll_cpu;
@@ -969,7 +973,28 @@ struct softmr_xport_hint {
 };
 
 struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
-				       const union ib_gid *dgid, u32 qpn);
+				       const union ib_gid *dgid, u32 qpn,
+				       struct softmr_dev *self);
+
+/**
+ * struct softmr_conn_cache - a connected requester's partner, checked
+ * @peer_serial: the partner's serial; 0: nothing cached
+ * @gen: the requester's conn_gen when the partner was checked
+ * @peer_gen: the partner's conn_gen then
+ * @dqpn: the partner's QP number
+ * @dgid: the partner's GID
+ *
+ * While neither end was modified since (both conn_gen unchanged) and the
+ * QP found by @dgid and @dqpn is the one with @peer_serial, the partner
+ * check holds still (softmr_req_peer()).
+ */
+struct softmr_conn_cache {
+	u64 peer_serial;
+	u64 gen;
+	u64 peer_gen;
+	u32 dqpn;
+	union ib_gid dgid;
+};
 
 /**
  * struct softmr_req - one send WQE being executed
@@ -981,6 +1006,7 @@ struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
  * @peer: the responder QP, referenced
  * @av: where the message goes (the AH's or, for RC, the QP's)
  * @hint: the device the last destination GID resolved to
+ * @conn: connected QPs: the partner checked last
  */
 struct softmr_req {
 	struct softmr_qp *qp;
@@ -991,6 +1017,7 @@ struct softmr_req {
 	struct softmr_qp *peer;
 	struct softmr_av av;
 	struct softmr_xport_hint hint;
+	struct softmr_conn_cache conn;
 };
 
 /* Engine results that are not an ib_wc_status (softmr_engine.c) */

@@ -1062,11 +1062,15 @@ static bool softmr_qp_latch(struct softmr_qp *qp, u64 serial)
  * partner's serial is not newer than the other end's RTR), and neither end
  * has talked to another QP since it was connected.  A QP on another device
  * with the same number, or one that got a destroyed partner's number (QP
- * numbers are recycled), is not the partner.
+ * numbers are recycled), is not the partner.  Each end's latch is taken
+ * under its state_lock, with the state it was checked against: a modify
+ * in between (@gen: the requester's conn_gen its attributes were read at)
+ * clears the latch, and the latch is not set again from what was read
+ * before it.  *@peer_gen: @peer's conn_gen, read with what was checked.
  */
 static bool softmr_peer_is_partner(struct softmr_req *req,
 				   struct softmr_qp *peer, u32 sq_psn,
-				   u64 rtr_serial)
+				   u64 rtr_serial, u64 gen, u64 *peer_gen)
 {
 	struct softmr_qp *qp = req->qp;
 	unsigned long flags;
@@ -1077,12 +1081,84 @@ static bool softmr_peer_is_partner(struct softmr_req *req,
 	    peer->serial > rtr_serial || READ_ONCE(peer->wire_on))
 		return false;
 	spin_lock_irqsave(&peer->state_lock, flags);
+	*peer_gen = peer->conn_gen;
 	ok = peer->attr.dest_qp_num == qp->ibqp.qp_num &&
 	     peer->attr.rq_psn == sq_psn && qp->serial <= peer->rtr_serial &&
-	     !memcmp(&peer->av.dgid, &req->av.sgid, sizeof(req->av.sgid));
+	     !memcmp(&peer->av.dgid, &req->av.sgid, sizeof(req->av.sgid)) &&
+	     softmr_qp_latch(peer, qp->serial);
 	spin_unlock_irqrestore(&peer->state_lock, flags);
-	return ok && softmr_qp_latch(peer, qp->serial) &&
-	       softmr_qp_latch(qp, peer->serial);
+	if (!ok)
+		return false;
+	spin_lock_irqsave(&qp->state_lock, flags);
+	ok = qp->conn_gen == gen && softmr_qp_latch(qp, peer->serial);
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	return ok;
+}
+
+/*
+ * The partner checked last time, if it still is: neither end connected
+ * anew since (such a modify bumps conn_gen under state_lock, and
+ * everything the check read, the latches included, changes only then; the
+ * state, which others change too, is read here), the QP found is
+ * the same object (serials are never reused), not gone to the wire, and
+ * receiving.  Return: the partner with a reference, or NULL to check anew.
+ */
+static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
+{
+	struct softmr_conn_cache *c = &req->conn;
+	struct softmr_qp *qp = req->qp;
+	struct softmr_qp *peer;
+
+	if (!c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen)
+		return NULL;
+	peer = softmr_xport_find_qp(&req->hint, &c->dgid, c->dqpn, qp->sdev);
+	if (!peer)
+		return NULL;
+	if (peer->serial == c->peer_serial &&
+	    READ_ONCE(peer->conn_gen) == c->peer_gen &&
+	    !READ_ONCE(peer->wire_on) && softmr_qp_receives(peer))
+		return peer;
+	softmr_qp_put(peer);
+	return NULL;
+}
+
+/* A connected requester's responder: its partner, checked. */
+static enum ib_wc_status softmr_req_conn_peer(struct softmr_req *req)
+{
+	struct softmr_conn_cache *c = &req->conn;
+	struct softmr_qp *qp = req->qp;
+	struct softmr_qp *peer;
+	unsigned long flags;
+	u64 rtr_serial, gen, peer_gen = 0;
+	u32 dqpn, sq_psn;
+
+	/* req->av, copied with the checked attributes, is still theirs */
+	peer = softmr_req_cached_peer(req);
+	if (peer) {
+		req->peer = peer;
+		return IB_WC_SUCCESS;
+	}
+	c->peer_serial = 0;
+	spin_lock_irqsave(&qp->state_lock, flags);
+	req->av = qp->av;
+	dqpn = qp->attr.dest_qp_num;
+	sq_psn = qp->attr.sq_psn;
+	rtr_serial = qp->rtr_serial;
+	gen = qp->conn_gen;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	peer = softmr_xport_find_qp(&req->hint, &req->av.dgid, dqpn, qp->sdev);
+	if (!peer)
+		return IB_WC_RETRY_EXC_ERR;
+	req->peer = peer;
+	if (!softmr_peer_is_partner(req, peer, sq_psn, rtr_serial, gen,
+				    &peer_gen) || !softmr_qp_receives(peer))
+		return IB_WC_RETRY_EXC_ERR;
+	c->gen = gen;
+	c->peer_gen = peer_gen;
+	c->dqpn = dqpn;
+	c->dgid = req->av.dgid;
+	c->peer_serial = peer->serial;
+	return IB_WC_SUCCESS;
 }
 
 /* Find the responder: the connected QP (RC) or the AH's target (UD). */
@@ -1091,27 +1167,11 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	struct softmr_qp *qp = req->qp;
 	struct softmr_send_wqe *wqe = req->wqe;
 	struct softmr_qp *peer;
-	unsigned long flags;
-	u32 qkey, dqpn, sq_psn;
-	u64 rtr_serial;
+	u32 qkey;
 	bool force, forced;
 
-	if (!softmr_qp_datagram(qp)) {	/* connected: RC and UC */
-		spin_lock_irqsave(&qp->state_lock, flags);
-		req->av = qp->av;
-		dqpn = qp->attr.dest_qp_num;
-		sq_psn = qp->attr.sq_psn;
-		rtr_serial = qp->rtr_serial;
-		spin_unlock_irqrestore(&qp->state_lock, flags);
-		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid, dqpn);
-		if (!peer)
-			return IB_WC_RETRY_EXC_ERR;
-		req->peer = peer;
-		if (!softmr_peer_is_partner(req, peer, sq_psn, rtr_serial) ||
-		    !softmr_qp_receives(peer))
-			return IB_WC_RETRY_EXC_ERR;
-		return IB_WC_SUCCESS;
-	}
+	if (!softmr_qp_datagram(qp))	/* connected: RC and UC */
+		return softmr_req_conn_peer(req);
 
 	if (!softmr_av_lookup(qp->sdev, wqe->wr.ud.ah, qp->ibqp.pd, &req->av))
 		return IB_WC_LOC_QP_OP_ERR;
@@ -1128,12 +1188,12 @@ static enum ib_wc_status softmr_req_peer(struct softmr_req *req)
 	peer = NULL;
 	if (!force)
 		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
-					    wqe->wr.ud.remote_qpn);
+					    wqe->wr.ud.remote_qpn, qp->sdev);
 	if (!peer && softmr_wire_takes(qp->sdev, &req->av, &forced))
 		return softmr_wire_send_ud(req, qkey, forced);
 	if (force)
 		peer = softmr_xport_find_qp(&req->hint, &req->av.dgid,
-					    wqe->wr.ud.remote_qpn);
+					    wqe->wr.ud.remote_qpn, qp->sdev);
 	req->peer = peer;
 	if (!peer) {	/* nobody there: the datagram is lost */
 		softmr_count(qp->sdev, SOFTMR_CNT_UD_DROPS, 1);

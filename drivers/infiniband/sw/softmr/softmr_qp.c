@@ -471,10 +471,15 @@ static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		rts_attr = qp->attr;
 	if (mask & IB_QP_STATE)
 		softmr_qp_store_state(qp, new);
-	/* connected anew: the next first message latches the partner */
+	/*
+	 * connected anew: the next first message latches the partner, and
+	 * partners checked before are checked anew (softmr_req_conn_peer())
+	 */
 	if ((mask & (IB_QP_AV | IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_SQ_PSN)) ||
-	    new == IB_QPS_RESET)
+	    new == IB_QPS_RESET) {
 		atomic64_set(&qp->peer_serial, 0);
+		WRITE_ONCE(qp->conn_gen, qp->conn_gen + 1);
+	}
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 	if (lock_sq) {
 		if (cur == IB_QPS_RTR)
