@@ -769,6 +769,61 @@ static void softmr_test_eng_partner_binding(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, e->abuf, 64), 0);
 }
 
+static void softmr_eng_qp_release(void *qp)
+{
+	ib_destroy_qp(qp);
+}
+
+/*
+ * The partner a requester checked is remembered (softmr_conn_cache) only
+ * while neither end is connected anew: B, connected to C after A's
+ * writes, is not A's partner any more, and A's next write is refused.
+ */
+static void softmr_test_eng_partner_cache(struct kunit *test)
+{
+	struct softmr_eng_env *e = softmr_eng_env(test, "softmr_kt89", 7);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
+	u32 rkey = e->pd->unsafe_global_rkey;
+	struct softmr_qp *qa = to_sqp(e->a);
+	struct ib_qp *c;
+	struct ib_wc wc;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		softmr_eng_fill(e->abuf, 256, 10 + i);
+		KUNIT_ASSERT_EQ(test, softmr_eng_send(e, e->a, IB_WR_RDMA_WRITE,
+						      e->adma, 64, e->bdma,
+						      rkey, 10 + i), 0);
+		KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+		KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, e->abuf, 64), 0);
+	}
+	/* the check was made once and remembered */
+	KUNIT_EXPECT_EQ(test, qa->req->conn.peer_serial, to_sqp(e->b)->serial);
+
+	c = softmr_eng_qp(test, e, IB_QPT_RC);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test,
+							   softmr_eng_qp_release,
+							   c));
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(e->b, &attr, IB_QP_STATE), 0);
+	KUNIT_ASSERT_EQ(test, softmr_eng_connect(e, e->b, c->qp_num, 7, 1), 0);
+	KUNIT_ASSERT_EQ(test, softmr_eng_connect(e, c, e->b->qp_num, 7, 1), 0);
+	memset(e->bbuf, 0, SOFTMR_ENG_BUF);
+	KUNIT_ASSERT_EQ(test, softmr_eng_send(e, e->a, IB_WR_RDMA_WRITE, e->adma,
+					      64, e->bdma, rkey, 20), 0);
+	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, e->a, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_RETRY_EXC_ERR);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(e->bbuf, 0, SOFTMR_ENG_BUF));
+	KUNIT_EXPECT_EQ(test, qa->req->conn.peer_serial, 0);
+
+	/* C, B's partner now, writes */
+	KUNIT_ASSERT_EQ(test, softmr_eng_send(e, c, IB_WR_RDMA_WRITE, e->adma, 64,
+					      e->bdma, rkey, 21), 0);
+	KUNIT_ASSERT_TRUE(test, softmr_eng_poll_qp(test, e, c, &wc));
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, memcmp(e->bbuf, e->abuf, 64), 0);
+}
+
 /* A requester whose send PSN is not the responder's receive PSN is refused. */
 static void softmr_test_eng_psn_mismatch(struct kunit *test)
 {
@@ -804,6 +859,7 @@ static struct kunit_case softmr_engine_cases[] = {
 	KUNIT_CASE(softmr_test_eng_recv_in_softirq),
 	KUNIT_CASE(softmr_test_eng_dying_not_rnr),
 	KUNIT_CASE(softmr_test_eng_partner_binding),
+	KUNIT_CASE(softmr_test_eng_partner_cache),
 	KUNIT_CASE(softmr_test_eng_psn_mismatch),
 	{}
 };
