@@ -39,6 +39,15 @@ static bool softmr_mr_is_odp(struct softmr_mr *mr)
 	return mr->kind == SOFTMR_MR_ODP || mr->kind == SOFTMR_MR_IMPLICIT;
 }
 
+/*
+ * Pinned pages and device memory stay where they are while the MR is
+ * referenced: a copy needs no fault, lock or key check again.
+ */
+static bool softmr_mr_is_fixed(struct softmr_mr *mr)
+{
+	return mr->kind == SOFTMR_MR_PINNED || mr->kind == SOFTMR_MR_DM;
+}
+
 static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
 			   u32 key, int access, u64 iova, u64 *len, bool write)
 {
@@ -288,6 +297,11 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 	if (dst->kind == SOFTMR_MR_MW || src->kind == SOFTMR_MR_MW)
 		return softmr_mw_xfer(dst, dkey, daccess, diova, src, skey,
 				      saccess, siova, len);
+	if (softmr_mr_is_fixed(dst) && softmr_mr_is_fixed(src)) {
+		struct softmr_span ss = { .mr = src }, ds = { .mr = dst };
+
+		return softmr_copy_spans(&ds, diova, &ss, siova, len);
+	}
 	while (len) {
 		u64 n = min_t(u64, len, SOFTMR_XFER_CHUNK);
 		struct softmr_span ss, ds;
