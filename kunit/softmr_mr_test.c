@@ -8,6 +8,7 @@
  */
 
 #include <kunit/test.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/kthread.h>
 #include <linux/mman.h>
@@ -318,6 +319,100 @@ static void softmr_test_keys(struct kunit *test)
 	for (i = 0; i < 32; i++)
 		for (j = 0; j < i; j++)
 			KUNIT_EXPECT_NE(test, keys[i], keys[j]);
+}
+
+struct dereg_ctx {
+	struct softmr_mr *mr;
+	struct completion done;
+};
+
+static int softmr_dereg_thread(void *data)
+{
+	struct dereg_ctx *c = data;
+
+	softmr_dereg_mr(&c->mr->ibmr, NULL);
+	complete(&c->done);
+	return 0;
+}
+
+/*
+ * The engine's key cache (softmr_key_cache_get(), through
+ * softmr_sgl_resolve()): an entry is kept only when the access passed its
+ * checks (PD, range) and forgotten when one fails; a dereg waits for the
+ * cache, and from its start the cache hands the MR out no more.
+ */
+static void softmr_test_key_cache(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt3a");
+	unsigned long u = umem(test, PAGE_SIZE, 1);
+	struct softmr_key_cache kc = {};
+	struct softmr_sge sge = { .addr = u, .length = 64 };
+	struct softmr_mr *mr, *got;
+	struct softmr_sgl *sgl;
+	struct task_struct *t;
+	struct dereg_ctx *c;
+	unsigned long left;
+	int i;
+
+	sgl = kunit_kzalloc(test, sizeof(*sgl), GFP_KERNEL);
+	c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, sgl);
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	mr = reg_ok(test, e, u, PAGE_SIZE, u, RW);
+	sge.lkey = mr->ibmr.lkey;
+
+	/* another PD: refused, not kept */
+	KUNIT_EXPECT_EQ(test, softmr_sgl_resolve(e->sdev, NULL, &sge, 1, 0, sgl,
+						 &kc), IB_WC_LOC_PROT_ERR);
+	softmr_sgl_release(sgl);
+	KUNIT_EXPECT_NULL(test, kc.mr);
+	/* passed: kept, and found again */
+	for (i = 0; i < 2; i++) {
+		KUNIT_EXPECT_EQ(test, softmr_sgl_resolve(e->sdev, e->pd, &sge, 1,
+							 0, sgl, &kc),
+				IB_WC_SUCCESS);
+		KUNIT_EXPECT_PTR_EQ(test, sgl->mr[0], mr);
+		softmr_sgl_release(sgl);
+		KUNIT_EXPECT_PTR_EQ(test, kc.mr, mr);
+	}
+	/* out of range through the cached entry: refused, forgotten */
+	sge.length = PAGE_SIZE + 1;
+	KUNIT_EXPECT_EQ(test, softmr_sgl_resolve(e->sdev, e->pd, &sge, 1, 0, sgl,
+						 &kc), IB_WC_LOC_PROT_ERR);
+	softmr_sgl_release(sgl);
+	KUNIT_EXPECT_NULL(test, kc.mr);
+	sge.length = 64;
+	KUNIT_EXPECT_EQ(test, softmr_sgl_resolve(e->sdev, e->pd, &sge, 1, 0, sgl,
+						 &kc), IB_WC_SUCCESS);
+	softmr_sgl_release(sgl);
+	KUNIT_EXPECT_PTR_EQ(test, kc.mr, mr);
+	/* a key differing in the random part: nothing, the cache kept */
+	KUNIT_EXPECT_NULL(test, softmr_key_cache_get(&kc, e->sdev,
+						     sge.lkey ^ 0x5, false));
+	KUNIT_EXPECT_PTR_EQ(test, kc.mr, mr);
+
+	c->mr = mr;
+	init_completion(&c->done);
+	t = kthread_run(softmr_dereg_thread, c, "softmr_kt_dereg");
+	if (IS_ERR(t)) {
+		softmr_key_cache_drop(&kc);
+		softmr_dereg_mr(&mr->ibmr, NULL);
+		KUNIT_FAIL(test, "kthread_run: %ld", PTR_ERR(t));
+		return;
+	}
+	for (i = 0; i < 2000 && softmr_mr_is_live(mr); i++)
+		usleep_range(500, 1000);
+	KUNIT_EXPECT_FALSE(test, softmr_mr_is_live(mr));
+	msleep(20);
+	KUNIT_EXPECT_FALSE(test, completion_done(&c->done));
+	got = softmr_key_cache_get(&kc, e->sdev, sge.lkey, false);
+	if (got)
+		softmr_mr_put(got);
+	/* dropped whatever happened above: the dereg can end */
+	softmr_key_cache_drop(&kc);
+	left = wait_for_completion_timeout(&c->done, 10 * HZ);
+	KUNIT_EXPECT_NULL(test, got);
+	KUNIT_EXPECT_GT(test, left, 0UL);
 }
 
 static void softmr_test_odp_invalidate(struct kunit *test)
@@ -807,6 +902,7 @@ static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_iova_zero_based),
 	KUNIT_CASE(softmr_test_reg_errors),
 	KUNIT_CASE(softmr_test_keys),
+	KUNIT_CASE(softmr_test_key_cache),
 	KUNIT_CASE(softmr_test_odp_invalidate),
 	KUNIT_CASE(softmr_test_implicit),
 	KUNIT_CASE(softmr_test_advise),

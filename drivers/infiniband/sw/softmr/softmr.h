@@ -378,6 +378,8 @@ static inline struct softmr_dm *to_sdm(struct ib_dm *ibdm)
  * @mw_closed: dereg or rereg started: no window may bind
  * @key: the key that reaches this MR now (softmr_mr_get()): its lkey; for
  *	fast-registration MRs the key of the last REG_MR, or 0 while invalid
+ * @unpublished: dereg started: the key table no longer has it, and a key
+ *	cache may not hand it out again (softmr_key_cache_get())
  * @odp: explicit ODP umem, or the root of a chunked ODP MR (implicit, or
  *	explicit and larger than one child: softmr_odp_chunked())
  * @children: chunked ODP: struct softmr_odp_child by chunk index
@@ -415,6 +417,7 @@ struct softmr_mr {
 	unsigned int mw_bound;
 	bool mw_closed;
 	u32 key;
+	bool unpublished;
 	struct ib_umem_odp *odp;
 	struct xarray children;
 	struct mutex imp_lock;		/* children: creation, users, release */
@@ -794,6 +797,16 @@ struct ib_mr *softmr_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key);
 struct softmr_mr *softmr_rkey_get(struct softmr_dev *sdev, u32 key);
+struct softmr_key_cache;
+struct softmr_mr *softmr_key_cache_get(struct softmr_key_cache *kc,
+				       struct softmr_dev *sdev, u32 key,
+				       bool window);
+void softmr_key_cache_keep(struct softmr_key_cache *kc,
+			   struct softmr_dev *sdev, u32 key,
+			   struct softmr_mr *mr);
+void softmr_key_cache_forget(struct softmr_key_cache *kc,
+			     struct softmr_mr *mr);
+void softmr_key_cache_drop(struct softmr_key_cache *kc);
 struct softmr_mr *softmr_mr_by_index(struct softmr_dev *sdev, u32 index);
 void softmr_mr_put(struct softmr_mr *mr);
 int softmr_mr_close_mw(struct softmr_mr *mr);
@@ -977,6 +990,27 @@ struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
 				       struct softmr_dev *self);
 
 /**
+ * struct softmr_key_cache - the entry a key found last, held over a run
+ * @sdev: the device the key was looked up on
+ * @mr: the MR or window entry, referenced by the cache; NULL: empty
+ * @key: the key
+ *
+ * A polled send queue run of a user QP (softmr_sq_process_budget()) looks
+ * its keys up through one of these.  An entry is kept only after every
+ * check of an access through it passed, and forgotten when one fails; it
+ * is held only while WQE after WQE uses it: a WQE that does not is
+ * preceded by dropping it, and so are the waits of a WQE that come
+ * before or after its use, and the end of the run (a dereg waits for no
+ * more than it would for the WQEs using the key; from its start, the
+ * cache does not hand the entry out again: softmr_mr_unpublish_wait()).
+ */
+struct softmr_key_cache {
+	struct softmr_dev *sdev;
+	struct softmr_mr *mr;
+	u32 key;
+};
+
+/**
  * struct softmr_conn_cache - a connected requester's partner, checked
  * @peer_serial: the partner's serial; 0: nothing cached
  * @gen: the requester's conn_gen when the partner was checked
@@ -1007,6 +1041,11 @@ struct softmr_conn_cache {
  * @av: where the message goes (the AH's or, for RC, the QP's)
  * @hint: the device the last destination GID resolved to
  * @conn: connected QPs: the partner checked last
+ * @key_caches: this run looks keys up through @lkeys and @rkeys: a polled
+ *	run of a user QP (many WQEs in a row; a run for one doorbell would
+ *	only pay for the cache)
+ * @lkeys: the local key found last, while each WQE uses it
+ * @rkeys: with a user QP as peer: the remote key found last, likewise
  */
 struct softmr_req {
 	struct softmr_qp *qp;
@@ -1018,6 +1057,9 @@ struct softmr_req {
 	struct softmr_av av;
 	struct softmr_xport_hint hint;
 	struct softmr_conn_cache conn;
+	bool key_caches;
+	struct softmr_key_cache lkeys;
+	struct softmr_key_cache rkeys;
 };
 
 /* Engine results that are not an ib_wc_status (softmr_engine.c) */
@@ -1035,7 +1077,8 @@ struct softmr_req {
 enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 				     struct ib_pd *pd,
 				     const struct softmr_sge *sge, u32 num,
-				     int access, struct softmr_sgl *sgl);
+				     int access, struct softmr_sgl *sgl,
+				     struct softmr_key_cache *kc);
 void softmr_sgl_release(struct softmr_sgl *sgl);
 void softmr_send_complete(struct softmr_qp *qp,
 			  const struct softmr_send_wqe *wqe,
@@ -1045,7 +1088,8 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 			      bool *blocked);
 extern const u32 softmr_rnr_usecs[32];
 struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
-				     u64 addr, u64 len, int access, u32 *key);
+				     u64 addr, u64 len, int access, u32 *key,
+				     struct softmr_key_cache *kc);
 bool softmr_qp_receives(struct softmr_qp *qp);
 struct softmr_wq *softmr_qp_rq(struct softmr_qp *qp);
 

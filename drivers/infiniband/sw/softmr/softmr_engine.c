@@ -80,12 +80,14 @@ void softmr_sgl_release(struct softmr_sgl *sgl)
 
 /*
  * Look up and check the SGEs of a WQE: every key must name an MR of @pd on
- * @sdev that allows @access over the SGE's range.
+ * @sdev that allows @access over the SGE's range.  Through @kc when not
+ * NULL (softmr_key_cache_get()).
  */
 enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 				     struct ib_pd *pd,
 				     const struct softmr_sge *sge, u32 num,
-				     int access, struct softmr_sgl *sgl)
+				     int access, struct softmr_sgl *sgl,
+				     struct softmr_key_cache *kc)
 {
 	u32 i;
 
@@ -99,14 +101,20 @@ enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 
 		if (!sge[i].length)
 			continue;
-		mr = softmr_mr_get(sdev, sge[i].lkey);
+		mr = kc ? softmr_key_cache_get(kc, sdev, sge[i].lkey, false) :
+			  softmr_mr_get(sdev, sge[i].lkey);
 		if (!mr)
 			return IB_WC_LOC_PROT_ERR;
 		sgl->mr[sgl->num] = mr;
 		sgl->sge[sgl->num++] = sge[i];
 		if (mr->ibmr.pd != pd ||
-		    softmr_mr_check(mr, sge[i].addr, sge[i].length, access))
+		    softmr_mr_check(mr, sge[i].addr, sge[i].length, access)) {
+			if (kc)
+				softmr_key_cache_forget(kc, mr);
 			return IB_WC_LOC_PROT_ERR;
+		}
+		if (kc)
+			softmr_key_cache_keep(kc, sdev, sge[i].lkey, mr);
 		sgl->len += sge[i].length;
 		if (sgl->len > SOFTMR_MAX_MSG_SZ)
 			return IB_WC_LOC_LEN_ERR;
@@ -488,7 +496,8 @@ static enum ib_wc_status softmr_rwqe_resolve(struct softmr_qp *qp,
 		return IB_WC_LOC_QP_OP_ERR;
 	}
 	return softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, rwqe->sge,
-				  rwqe->num_sge, IB_ACCESS_LOCAL_WRITE, rq->sgl);
+				  rwqe->num_sge, IB_ACCESS_LOCAL_WRITE, rq->sgl,
+				  NULL);
 }
 
 /*
@@ -805,6 +814,7 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
  * @access: IB_ACCESS_REMOTE_* it needs
  * @key: set to what the access carries to the copy: the rkey, or for a
  *	window the binding's token (softmr_mw_token())
+ * @kc: a key cache to look @rkey up through, or NULL
  *
  * An MR or a bound window (type 2: bound to @qp) of @qp's PD, @qp allowing
  * @access, over [@addr, @addr + @len).  Serves the local transport and
@@ -813,13 +823,18 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
  * Return: the MR, referenced (softmr_mr_put()), or NULL.
  */
 struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
-				     u64 addr, u64 len, int access, u32 *key)
+				     u64 addr, u64 len, int access, u32 *key,
+				     struct softmr_key_cache *kc)
 {
 	struct softmr_mr *mr;
 
-	if (!(READ_ONCE(qp->attr.qp_access_flags) & access))
+	if (!(READ_ONCE(qp->attr.qp_access_flags) & access)) {
+		if (kc)	/* refused: not held for the next try either */
+			softmr_key_cache_drop(kc);
 		return NULL;
-	mr = softmr_rkey_get(qp->sdev, rkey);
+	}
+	mr = kc ? softmr_key_cache_get(kc, qp->sdev, rkey, true) :
+		  softmr_rkey_get(qp->sdev, rkey);
 	if (!mr)
 		return NULL;
 	*key = rkey;
@@ -827,9 +842,13 @@ struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
 		*key = softmr_mw_token(mr, rkey, qp, addr, len, access);
 	if (mr->ibmr.pd != qp->ibqp.pd || !*key ||
 	    softmr_mr_check(mr, addr, len, access)) {
+		if (kc)
+			softmr_key_cache_forget(kc, mr);
 		softmr_mr_put(mr);
 		return NULL;
 	}
+	if (kc)
+		softmr_key_cache_keep(kc, qp->sdev, rkey, mr);
 	return mr;
 }
 
@@ -838,7 +857,16 @@ static enum ib_wc_status softmr_rkey(struct softmr_req *req, u32 rkey,
 				     u64 addr, u64 len, int access,
 				     struct softmr_mr **out, u32 *key)
 {
-	*out = softmr_rkey_lookup(req->peer, rkey, addr, len, access, key);
+	/*
+	 * cached only between user QPs: a kernel peer's completion handler,
+	 * run in this context, may deregister the MR (and wait for the
+	 * cache); not for atomics, whose local write comes after
+	 */
+	bool cache = req->key_caches && req->peer->is_user &&
+		     access != IB_ACCESS_REMOTE_ATOMIC;
+
+	*out = softmr_rkey_lookup(req->peer, rkey, addr, len, access, key,
+				  cache ? &req->rkeys : NULL);
 	return *out ? IB_WC_SUCCESS : IB_WC_REM_ACCESS_ERR;
 }
 
@@ -944,6 +972,8 @@ static int softmr_do_atomic(struct softmr_req *req)
 				       IB_WC_REM_INV_REQ_ERR);
 		return IB_WC_REM_INV_REQ_ERR;
 	}
+	/* the remote MR is not held over the local write: not cached */
+	softmr_key_cache_drop(&req->rkeys);
 	st = softmr_rkey(req, wqe->wr.atomic.rkey, addr, sizeof(u64),
 			 IB_ACCESS_REMOTE_ATOMIC, &mr, &key);
 	if (st) {
@@ -1038,7 +1068,7 @@ static enum ib_wc_status softmr_req_prepare(struct softmr_req *req)
 	req->inl = NULL;
 	return softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, wqe->sge, wqe->num_sge,
 				  local_write ? IB_ACCESS_LOCAL_WRITE : 0,
-				  &req->local);
+				  &req->local, req->key_caches ? &req->lkeys : NULL);
 }
 
 /*
@@ -1228,6 +1258,7 @@ static int softmr_req_execute(struct softmr_req *req)
 
 	/* SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM consume a receive WQE */
 	rq = softmr_qp_rq(peer);
+	softmr_key_cache_drop(&req->rkeys);	/* not held over the wait */
 	if (mutex_lock_killable(&rq->lock))
 		return SOFTMR_STOP;
 	if (req->wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
@@ -1445,6 +1476,48 @@ bool softmr_sq_process(struct softmr_qp *qp)
 	return softmr_sq_process_budget(qp, qp->sq.num, false, NULL);
 }
 
+/* The remote key @wqe names, or 0. */
+static u32 softmr_wqe_rkey(const struct softmr_send_wqe *wqe)
+{
+	switch (wqe->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		return wqe->wr.rdma.rkey;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return wqe->wr.atomic.rkey;
+	}
+	return 0;
+}
+
+/*
+ * Before @wqe runs: drop the key caches' entries it does not use, so that
+ * an entry is held only from WQE to WQE that uses it (struct
+ * softmr_key_cache).  @wqe is the kernel's copy; its SGEs are read within
+ * the QP's limit, which the WQE's checks enforce afterwards.
+ */
+static void softmr_key_caches_prune(struct softmr_qp *qp,
+				    struct softmr_req *req,
+				    const struct softmr_send_wqe *wqe)
+{
+	u32 i, n = min_t(u32, wqe->num_sge, qp->sq.max_sge);
+	bool inl = wqe->flags & SOFTMR_SEND_INLINE;
+	bool used = false;
+	u64 bytes = inl ? wqe->num_sge : 0;
+
+	for (i = 0; i < n && !inl; i++) {
+		bytes += wqe->sge[i].length;
+		used |= wqe->sge[i].length &&
+			wqe->sge[i].lkey == req->lkeys.key;
+	}
+	if (!used)
+		softmr_key_cache_drop(&req->lkeys);
+	/* a zero-length RDMA operation does not look its rkey up */
+	if (!bytes || softmr_wqe_rkey(wqe) != req->rkeys.key)
+		softmr_key_cache_drop(&req->rkeys);
+}
+
 /**
  * softmr_sq_process_budget() - run at most @budget WQEs of the send queue
  * @qp: the QP, sq.lock held
@@ -1463,6 +1536,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	struct softmr_req *req = qp->req;
 	bool more = false;
 
+	req->key_caches = polled && qp->is_user;
 	while (budget--) {
 		struct softmr_send_wqe *wqe;
 		enum ib_qp_state state = READ_ONCE(qp->state);
@@ -1498,6 +1572,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		}
 		if (READ_ONCE(qp->rnr_left) < 0)
 			WRITE_ONCE(qp->rnr_left, qp->attr.rnr_retry);
+		softmr_key_caches_prune(qp, req, wqe);
 		st = softmr_sq_execute(qp, wqe, req);
 		if (st == SOFTMR_STOP)
 			break;	/* the WQE stays at the head */
@@ -1531,6 +1606,9 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		if (!budget)
 			more = true;
 	}
+	softmr_key_cache_drop(&req->lkeys);
+	softmr_key_cache_drop(&req->rkeys);
+	req->key_caches = false;
 	return more;
 }
 

@@ -13,7 +13,10 @@
  * up under RCU and takes a reference only while the registration's own
  * reference is alive; dereg unpublishes the key, drops the registration's
  * reference and waits until every lookup is done before it releases the
- * memory, then frees the MR after an RCU grace period.
+ * memory, then frees the MR after an RCU grace period.  The engine's key
+ * caches (softmr_key_cache_get()) hold a reference from WQE to WQE that
+ * uses the key; dereg marks the MR unpublished first, so that no cache
+ * hands it out again, and waits for them like for any lookup.
  */
 
 #include <linux/hugetlb.h>
@@ -198,6 +201,87 @@ struct softmr_mr *softmr_mr_get(struct softmr_dev *sdev, u32 key)
 struct softmr_mr *softmr_rkey_get(struct softmr_dev *sdev, u32 key)
 {
 	return softmr_key_get(sdev, key);
+}
+
+/**
+ * softmr_key_cache_get() - look a key up through a cache
+ * @kc: the cache (struct softmr_key_cache), owned by the caller's run
+ * @sdev: the device
+ * @key: the key
+ * @window: a remote key: a memory window's entry is an answer too
+ *
+ * The entry the cache holds answers when it has @key on @sdev, still has
+ * that key (a fast registration's may have changed, a window's been
+ * invalidated) and its dereg has not started; one that has @key but no
+ * longer answers is dropped.  Else the key table answers, and the cache
+ * is left as it is: the caller keeps the entry there only once every
+ * check of the access passed (softmr_key_cache_keep()), and forgets it
+ * when a check fails (softmr_key_cache_forget()).
+ *
+ * Return: the entry with a reference of the caller's own (softmr_mr_put()),
+ * or NULL as softmr_mr_get() or softmr_rkey_get() would return.
+ */
+struct softmr_mr *softmr_key_cache_get(struct softmr_key_cache *kc,
+				       struct softmr_dev *sdev, u32 key,
+				       bool window)
+{
+	struct softmr_mr *mr = kc->mr;
+	bool same = mr && kc->key == key && kc->sdev == sdev;
+
+	/* acquire: a fast registration's fields before its key */
+	if (same && key && smp_load_acquire(&mr->key) == key &&
+	    !READ_ONCE(mr->unpublished) &&
+	    (window || mr->kind != SOFTMR_MR_MW)) {
+		refcount_inc(&mr->users);	/* the cache holds one */
+		return mr;
+	}
+	if (same)
+		softmr_key_cache_drop(kc);
+	return window ? softmr_rkey_get(sdev, key) : softmr_mr_get(sdev, key);
+}
+
+/**
+ * softmr_key_cache_keep() - hold an entry in a key cache
+ * @kc: the cache
+ * @sdev: the device @key was looked up on
+ * @key: the key
+ * @mr: what softmr_key_cache_get() answered, every check of the access
+ *	passed, referenced by the caller
+ */
+void softmr_key_cache_keep(struct softmr_key_cache *kc,
+			   struct softmr_dev *sdev, u32 key,
+			   struct softmr_mr *mr)
+{
+	if (kc->mr == mr && kc->key == key && kc->sdev == sdev)
+		return;
+	softmr_key_cache_drop(kc);
+	refcount_inc(&mr->users);	/* the caller holds one */
+	kc->sdev = sdev;
+	kc->mr = mr;
+	kc->key = key;
+}
+
+/**
+ * softmr_key_cache_forget() - a check of an access refused @mr: not held
+ * @kc: the cache
+ * @mr: the entry refused
+ */
+void softmr_key_cache_forget(struct softmr_key_cache *kc,
+			     struct softmr_mr *mr)
+{
+	if (kc->mr == mr)
+		softmr_key_cache_drop(kc);
+}
+
+/**
+ * softmr_key_cache_drop() - empty a key cache
+ * @kc: the cache
+ */
+void softmr_key_cache_drop(struct softmr_key_cache *kc)
+{
+	if (kc->mr)
+		softmr_mr_put(kc->mr);
+	kc->mr = NULL;
 }
 
 /**
@@ -761,6 +845,8 @@ int softmr_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  */
 void softmr_mr_unpublish_wait(struct softmr_mr *mr)
 {
+	/* no key cache hands it out from now on (softmr_key_cache_get()) */
+	WRITE_ONCE(mr->unpublished, true);
 	xa_erase(&mr->sdev->mr_xa, mr->ibmr.lkey >> SOFTMR_MR_KEY_BITS);
 	softmr_mr_put(mr);
 	wait_for_completion(&mr->released);

@@ -203,7 +203,7 @@ static int softmr_wire_req_gather_list(struct softmr_wire_conn *wc,
 	if ((wqe->flags & SOFTMR_SEND_INLINE) || w->resp)
 		return 0;
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, wqe->sge, wqe->num_sge,
-			       0, wc->sgl) != IB_WC_SUCCESS)
+			       0, wc->sgl, NULL) != IB_WC_SUCCESS)
 		return -EFAULT;
 	softmr_wire_req_prefetch(wc, w, false);
 	return 0;
@@ -635,7 +635,7 @@ static int softmr_wire_req_scatter(struct softmr_wire_conn *wc,
 
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
 			       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-			       wc->sgl) != IB_WC_SUCCESS)
+			       wc->sgl, NULL) != IB_WC_SUCCESS)
 		goto out;
 	softmr_wire_req_prefetch(wc, w, true);
 	if (softmr_wire_sgl_copy(wc->sgl, w->got, (void *)data, len,
@@ -722,7 +722,7 @@ static void softmr_wire_req_atomic_ack(struct softmr_wire_conn *wc,
 		softmr_wire_req_acked(wc, softmr_psn_add(w->psn, -1));
 	if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, w->wqe->sge,
 			       w->wqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-			       wc->sgl) != IB_WC_SUCCESS ||
+			       wc->sgl, NULL) != IB_WC_SUCCESS ||
 	    softmr_wire_sgl_copy(wc->sgl, 0, &orig, sizeof(orig),
 				 SOFTMR_TO_MR, IB_ACCESS_LOCAL_WRITE) !=
 	    sizeof(orig))

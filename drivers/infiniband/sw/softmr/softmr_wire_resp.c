@@ -155,7 +155,7 @@ static enum softmr_resp_res softmr_wire_resp_send(struct softmr_wire_conn *wc,
 		}
 		if (softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, rwqe->sge,
 				       rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-				       wc->sgl) != IB_WC_SUCCESS) {
+				       wc->sgl, NULL) != IB_WC_SUCCESS) {
 			softmr_sgl_release(wc->sgl);
 			softmr_wire_resp_complete(wc, IB_WC_LOC_PROT_ERR,
 						  IB_WC_RECV, 0, NULL);
@@ -209,7 +209,8 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 		wc->woff = 0;
 		if (wc->wlen) {
 			mr = softmr_rkey_lookup(qp, wc->wrkey, wc->wva, wc->wlen,
-						IB_ACCESS_REMOTE_WRITE, &key);
+						IB_ACCESS_REMOTE_WRITE, &key,
+						NULL);
 			if (!mr)
 				return SOFTMR_RESP_ACC;
 			/*
@@ -234,7 +235,7 @@ static enum softmr_resp_res softmr_wire_resp_write(struct softmr_wire_conn *wc,
 			return SOFTMR_RESP_INV;
 		mr = softmr_rkey_lookup(qp, wc->wrkey, wc->wva + wc->woff,
 					pkt->data_len, IB_ACCESS_REMOTE_WRITE,
-					&key);
+					&key, NULL);
 		if (!mr)
 			return SOFTMR_RESP_ACC;
 		err = softmr_mr_copy_key(mr, key, wc->wva + wc->woff,
@@ -270,7 +271,7 @@ softmr_wire_resp_read_send(struct softmr_wire_conn *wc,
 
 	if (res->len) {
 		mr = softmr_rkey_lookup(wc->qp, res->rkey, res->va, res->len,
-					IB_ACCESS_REMOTE_READ, &key);
+					IB_ACCESS_REMOTE_READ, &key, NULL);
 		if (!mr)
 			return SOFTMR_RESP_ACC;
 		if (!from)
@@ -385,7 +386,7 @@ softmr_wire_resp_atomic(struct softmr_wire_conn *wc,
 	if (!wc->nres || (pkt->va & 7))
 		return SOFTMR_RESP_INV;
 	mr = softmr_rkey_lookup(wc->qp, pkt->rkey, pkt->va, sizeof(u64),
-				IB_ACCESS_REMOTE_ATOMIC, &key);
+				IB_ACCESS_REMOTE_ATOMIC, &key, NULL);
 	if (!mr)
 		return SOFTMR_RESP_ACC;
 	err = softmr_mr_atomic_key(mr, key, pkt->va, cmp_swap,
