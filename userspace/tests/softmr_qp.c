@@ -207,6 +207,23 @@ static int reconnect(struct ibv_qp *qp, uint32_t remote)
 }
 
 /*
+ * Fill @len bytes at @src with pattern @seed and post @wr (a signaled
+ * write of them) on @e with wr_id @seed.  Return: its completion's status,
+ * or -1 when posting or the completion failed.
+ */
+static int rc_write(struct end *e, struct ibv_send_wr *wr, uint8_t *src,
+		    size_t len, unsigned int seed)
+{
+	struct ibv_wc wc;
+
+	fill(src, len, seed);
+	wr->wr_id = seed;
+	if (post(e->qp, wr) || wait_wc(e->cq, &wc) || wc.wr_id != seed)
+		return -1;
+	return wc.status;
+}
+
+/*
  * A requester that wrote to its partner must not keep writing to it once
  * the partner was connected to another QP (or it to another partner): the
  * engine remembers the partner it checked, and a modify of either end
@@ -221,8 +238,7 @@ static void test_rc_reconnect(struct ibv_mr *mr, uint8_t *buf)
 		.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
 	};
-	struct ibv_wc wc;
-	int i;
+	int i, st;
 
 	printf("-- RC partner reconnected\n");
 	wr.wr.rdma.remote_addr = (uintptr_t)dst;
@@ -235,43 +251,32 @@ static void test_rc_reconnect(struct ibv_mr *mr, uint8_t *buf)
 	}
 	/* several writes: the partner is checked, then remembered */
 	for (i = 0; i < 4; i++) {
-		fill(src, sizeof(want), 40 + i);
-		wr.wr_id = 40 + i;
-		CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) &&
-		      wc.status == IBV_WC_SUCCESS &&
-		      !memcmp(dst, src, sizeof(want)),
-		      "write %d to the partner: %s", i,
-		      ibv_wc_status_str(wc.status));
+		st = rc_write(&a, &wr, src, sizeof(want), 40 + i);
+		CHECK(st == IBV_WC_SUCCESS && !memcmp(dst, src, sizeof(want)),
+		      "write %d to the partner: %s", i, ibv_wc_status_str(st));
 	}
 	/* B is C's partner now; A still names B */
 	CHECK(!reconnect(b.qp, c.qp->qp_num) &&
 	      !reconnect(c.qp, b.qp->qp_num), "B and C connected");
 	memcpy(want, dst, sizeof(want));
-	fill(src, sizeof(want), 77);
-	wr.wr_id = 50;
-	CHECK(!post(a.qp, &wr) && !wait_wc(a.cq, &wc) && wc.wr_id == 50 &&
-	      wc.status == IBV_WC_RETRY_EXC_ERR,
+	st = rc_write(&a, &wr, src, sizeof(want), 50);
+	CHECK(st == IBV_WC_RETRY_EXC_ERR,
 	      "write to a partner connected elsewhere: %s",
-	      ibv_wc_status_str(wc.status));
+	      ibv_wc_status_str(st));
 	CHECK(!memcmp(dst, want, sizeof(want)), "its memory unchanged");
 	/* C, which wrote to B, names A now; B still names C */
 	for (i = 0; i < 4; i++) {
-		fill(src, sizeof(want), 60 + i);
-		wr.wr_id = 60 + i;
-		CHECK(!post(c.qp, &wr) && !wait_wc(c.cq, &wc) &&
-		      wc.status == IBV_WC_SUCCESS &&
-		      !memcmp(dst, src, sizeof(want)),
+		st = rc_write(&c, &wr, src, sizeof(want), 60 + i);
+		CHECK(st == IBV_WC_SUCCESS && !memcmp(dst, src, sizeof(want)),
 		      "write %d from B's new partner: %s", i,
-		      ibv_wc_status_str(wc.status));
+		      ibv_wc_status_str(st));
 	}
 	CHECK(!reconnect(c.qp, a.qp->qp_num), "C connected to A");
 	memcpy(want, dst, sizeof(want));
-	fill(src, sizeof(want), 99);
-	wr.wr_id = 70;
-	CHECK(!post(c.qp, &wr) && !wait_wc(c.cq, &wc) && wc.wr_id == 70 &&
-	      wc.status == IBV_WC_RETRY_EXC_ERR,
+	st = rc_write(&c, &wr, src, sizeof(want), 70);
+	CHECK(st == IBV_WC_RETRY_EXC_ERR,
 	      "write after the requester was connected elsewhere: %s",
-	      ibv_wc_status_str(wc.status));
+	      ibv_wc_status_str(st));
 	CHECK(!memcmp(dst, want, sizeof(want)), "B's memory unchanged");
 out:
 	free_end(&a);

@@ -1018,9 +1018,9 @@ struct softmr_key_cache {
  * @dqpn: the partner's QP number
  * @dgid: the partner's GID
  *
- * While neither end was modified since (both conn_gen unchanged) and the
- * QP found by @dgid and @dqpn is the one with @peer_serial, the partner
- * check holds still (softmr_req_peer()).
+ * While neither end was connected anew since (both conn_gen unchanged)
+ * and the QP found by @dgid and @dqpn is the one with @peer_serial, the
+ * partner check holds still (softmr_req_cached_peer()).
  */
 struct softmr_conn_cache {
 	u64 peer_serial;

@@ -80,8 +80,8 @@ void softmr_sgl_release(struct softmr_sgl *sgl)
 
 /*
  * Look up and check the SGEs of a WQE: every key must name an MR of @pd on
- * @sdev that allows @access over the SGE's range.  Through @kc when not
- * NULL (softmr_key_cache_get()).
+ * @sdev that allows @access over the SGE's range.  Through the key cache
+ * @kc, or none when NULL (softmr_key_cache_get()).
  */
 enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 				     struct ib_pd *pd,
@@ -101,20 +101,17 @@ enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 
 		if (!sge[i].length)
 			continue;
-		mr = kc ? softmr_key_cache_get(kc, sdev, sge[i].lkey, false) :
-			  softmr_mr_get(sdev, sge[i].lkey);
+		mr = softmr_key_cache_get(kc, sdev, sge[i].lkey, false);
 		if (!mr)
 			return IB_WC_LOC_PROT_ERR;
 		sgl->mr[sgl->num] = mr;
 		sgl->sge[sgl->num++] = sge[i];
 		if (mr->ibmr.pd != pd ||
 		    softmr_mr_check(mr, sge[i].addr, sge[i].length, access)) {
-			if (kc)
-				softmr_key_cache_forget(kc, mr);
+			softmr_key_cache_forget(kc, mr);
 			return IB_WC_LOC_PROT_ERR;
 		}
-		if (kc)
-			softmr_key_cache_keep(kc, sdev, sge[i].lkey, mr);
+		softmr_key_cache_keep(kc, sdev, sge[i].lkey, mr);
 		sgl->len += sge[i].length;
 		if (sgl->len > SOFTMR_MAX_MSG_SZ)
 			return IB_WC_LOC_LEN_ERR;
@@ -814,7 +811,7 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
  * @access: IB_ACCESS_REMOTE_* it needs
  * @key: set to what the access carries to the copy: the rkey, or for a
  *	window the binding's token (softmr_mw_token())
- * @kc: a key cache to look @rkey up through, or NULL
+ * @kc: a key cache to look @rkey up through, or NULL for none
  *
  * An MR or a bound window (type 2: bound to @qp) of @qp's PD, @qp allowing
  * @access, over [@addr, @addr + @len).  Serves the local transport and
@@ -829,12 +826,11 @@ struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
 	struct softmr_mr *mr;
 
 	if (!(READ_ONCE(qp->attr.qp_access_flags) & access)) {
-		if (kc)	/* refused: not held for the next try either */
-			softmr_key_cache_drop(kc);
+		/* refused: not held for the next try either */
+		softmr_key_cache_drop(kc);
 		return NULL;
 	}
-	mr = kc ? softmr_key_cache_get(kc, qp->sdev, rkey, true) :
-		  softmr_rkey_get(qp->sdev, rkey);
+	mr = softmr_key_cache_get(kc, qp->sdev, rkey, true);
 	if (!mr)
 		return NULL;
 	*key = rkey;
@@ -842,13 +838,11 @@ struct softmr_mr *softmr_rkey_lookup(struct softmr_qp *qp, u32 rkey,
 		*key = softmr_mw_token(mr, rkey, qp, addr, len, access);
 	if (mr->ibmr.pd != qp->ibqp.pd || !*key ||
 	    softmr_mr_check(mr, addr, len, access)) {
-		if (kc)
-			softmr_key_cache_forget(kc, mr);
+		softmr_key_cache_forget(kc, mr);
 		softmr_mr_put(mr);
 		return NULL;
 	}
-	if (kc)
-		softmr_key_cache_keep(kc, qp->sdev, rkey, mr);
+	softmr_key_cache_keep(kc, qp->sdev, rkey, mr);
 	return mr;
 }
 

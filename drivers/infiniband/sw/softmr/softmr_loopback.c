@@ -35,7 +35,7 @@ struct softmr_qp *softmr_xport_find_qp(struct softmr_xport_hint *hint,
 	bool hinted = hint && hint->sdev &&
 		      !memcmp(&hint->dgid, dgid, sizeof(*dgid));
 
-	if (hinted && self && hint->sdev == self)
+	if (hinted && hint->sdev == self)
 		return softmr_qp_get(self, qpn);
 	if (hinted)
 		sdev = softmr_dev_try_get(hint->sdev, hint->index);

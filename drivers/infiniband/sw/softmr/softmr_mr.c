@@ -205,7 +205,8 @@ struct softmr_mr *softmr_rkey_get(struct softmr_dev *sdev, u32 key)
 
 /**
  * softmr_key_cache_get() - look a key up through a cache
- * @kc: the cache (struct softmr_key_cache), owned by the caller's run
+ * @kc: the cache (struct softmr_key_cache), owned by the caller's run;
+ *	NULL: no cache, a plain lookup
  * @sdev: the device
  * @key: the key
  * @window: a remote key: a memory window's entry is an answer too
@@ -225,7 +226,7 @@ struct softmr_mr *softmr_key_cache_get(struct softmr_key_cache *kc,
 				       struct softmr_dev *sdev, u32 key,
 				       bool window)
 {
-	struct softmr_mr *mr = kc->mr;
+	struct softmr_mr *mr = kc ? kc->mr : NULL;
 	bool same = mr && kc->key == key && kc->sdev == sdev;
 
 	/* acquire: a fast registration's fields before its key */
@@ -242,7 +243,7 @@ struct softmr_mr *softmr_key_cache_get(struct softmr_key_cache *kc,
 
 /**
  * softmr_key_cache_keep() - hold an entry in a key cache
- * @kc: the cache
+ * @kc: the cache, or NULL (nothing to do)
  * @sdev: the device @key was looked up on
  * @key: the key
  * @mr: what softmr_key_cache_get() answered, every check of the access
@@ -252,7 +253,7 @@ void softmr_key_cache_keep(struct softmr_key_cache *kc,
 			   struct softmr_dev *sdev, u32 key,
 			   struct softmr_mr *mr)
 {
-	if (kc->mr == mr && kc->key == key && kc->sdev == sdev)
+	if (!kc || (kc->mr == mr && kc->key == key && kc->sdev == sdev))
 		return;
 	softmr_key_cache_drop(kc);
 	refcount_inc(&mr->users);	/* the caller holds one */
@@ -263,24 +264,25 @@ void softmr_key_cache_keep(struct softmr_key_cache *kc,
 
 /**
  * softmr_key_cache_forget() - a check of an access refused @mr: not held
- * @kc: the cache
+ * @kc: the cache, or NULL (nothing to do)
  * @mr: the entry refused
  */
 void softmr_key_cache_forget(struct softmr_key_cache *kc,
 			     struct softmr_mr *mr)
 {
-	if (kc->mr == mr)
+	if (kc && kc->mr == mr)
 		softmr_key_cache_drop(kc);
 }
 
 /**
  * softmr_key_cache_drop() - empty a key cache
- * @kc: the cache
+ * @kc: the cache, or NULL (nothing to do)
  */
 void softmr_key_cache_drop(struct softmr_key_cache *kc)
 {
-	if (kc->mr)
-		softmr_mr_put(kc->mr);
+	if (!kc || !kc->mr)
+		return;
+	softmr_mr_put(kc->mr);
 	kc->mr = NULL;
 }
 
