@@ -5,13 +5,15 @@
  * order and with their data; with sq_poll_usecs=0 every post rings; a QP
  * moved to the error state while a thread keeps posting completes every
  * WQE (success or flush), none is lost between poller and doorbell; a QP
- * destroyed while its poller runs goes at once; a WQE above
+ * destroyed while its poller runs goes at once, and so does the partner
+ * of a QP whose poller writes to it; a WQE above
  * SOFTMR_SQ_POLL_MAX_BYTES written into the ring without a doorbell is not
  * run by the poller, but by the doorbell (the provider rings for those).
  *
  * usage: softmr_sq_poll DEV   (root: it sets the module parameter)
  */
 
+#define _GNU_SOURCE	/* pthread_timedjoin_np() */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -243,6 +245,145 @@ static void test_error_while_posting(struct ibv_mr *mr, uint8_t *buf)
 	      done);
 	CHECK(ok > 2000 && flushed > 0 && !other,
 	      "%ld succeeded, %ld flushed, %ld other", ok, flushed, other);
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+static void *destroy_qp_thread(void *qp)
+{
+	return (void *)(long)ibv_destroy_qp(qp);
+}
+
+/*
+ * After a stream ends, its partner's destroy goes at once: what the
+ * stream's runs held of the partner they gave up when they ended.  (Were
+ * it still held, a post on the requester lets it go: the test ends.)
+ */
+static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	struct timespec t0, t, until;
+	void *ret = NULL;
+	pthread_t th;
+	int done;
+
+	printf("-- the partner destroyed after a stream\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	CHECK(write_stream(&a, mr, buf) == NMSG, "the stream");
+	usleep(20000);	/* the poller has left */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pthread_create(&th, NULL, destroy_qp_thread, b.qp)) {
+		CHECK(0, "destroy thread");
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	done = !pthread_timedjoin_np(th, &ret, &until);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	CHECK(done && !ret, "the partner destroyed in %ld us%s",
+	      ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
+	       t0.tv_nsec) / 1000, done ? "" : " (still waiting)");
+	if (!done) {	/* a WQE of the requester's lets the partner go */
+		struct ibv_sge sg = { (uintptr_t)buf, MSG, mr->lkey };
+		struct ibv_send_wr wr = {
+			.sg_list = &sg, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { (uintptr_t)buf + BUF / 2, mr->rkey },
+		};
+
+		post(a.qp, &wr);
+		pthread_join(th, NULL);
+	}
+	b.qp = NULL;
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+/*
+ * The partner destroyed while a thread streams writes to it: the destroy
+ * goes at once (the poller may hold the partner from WQE to WQE), nothing
+ * lands in its memory afterwards, and the stream ends in one
+ * RETRY_EXC_ERR, then flushes.
+ */
+static void test_partner_destroyed(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct poster p = { .mr = mr, .buf = buf };
+	long done = 0, ok = 0, retry = 0, flushed = 0, other = 0;
+	struct end a = {}, b = {};
+	struct timespec t0, t, gone = {};
+	struct ibv_wc wc[16];
+	long destroy_ns = 0;
+	pthread_t th;
+	int i, n;
+
+	printf("-- the partner destroyed while a stream writes to it\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	fill(buf, MSG, 5);
+	p.a = &a;
+	CHECK(!pthread_create(&th, NULL, post_loop, &p), "poster thread");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(a.cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			p.done = ++done;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				ok++;
+			else if (wc[i].status == IBV_WC_RETRY_EXC_ERR)
+				retry++;
+			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+				flushed++;
+			else
+				other++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (b.qp && ok > 2000) {
+			if (ibv_destroy_qp(b.qp))
+				other++;
+			b.qp = NULL;
+			clock_gettime(CLOCK_MONOTONIC, &gone);
+			destroy_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
+				     gone.tv_nsec - t.tv_nsec;
+			/* no WQE may write there from now on */
+			memset(buf + BUF / 2, 0, MSG);
+			t0 = gone;
+		}
+		if (!b.qp && !p.stop && t.tv_sec - t0.tv_sec >= 1)
+			p.stop = 1;
+		if (p.stop == 1) {
+			pthread_join(th, NULL);
+			p.stop = 2;
+			t0 = t;
+		}
+		if (p.stop == 2 && done == p.posted)
+			break;
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
+	}
+	if (p.stop != 2) {
+		p.stop = 1;
+		pthread_join(th, NULL);
+	}
+	CHECK(gone.tv_sec && destroy_ns < 500000000L,
+	      "the partner destroyed in %ld us", destroy_ns / 1000);
+	CHECK(done == p.posted,
+	      "every posted WQE completed: %ld posted, %ld completions", p.posted,
+	      done);
+	CHECK(ok > 2000 && retry == 1 && flushed > 0 && !other,
+	      "%ld succeeded, %ld retry exceeded, %ld flushed, %ld other", ok,
+	      retry, flushed, other);
+	for (i = 0; i < MSG && !buf[BUF / 2 + i]; i++)
+		;
+	CHECK(i == MSG, "nothing written after the destroy");
 out:
 	free_end(&a);
 	free_end(&b);
@@ -489,6 +630,8 @@ int main(int argc, char **argv)
 		test_mixed_sizes(mr, buf);
 		test_error_while_posting(mr, buf);
 		test_destroy_while_polled(mr, buf);
+		test_partner_destroyed(mr, buf);
+		test_partner_destroyed_after(mr, buf);
 	}
 out:
 	free_end(&a);

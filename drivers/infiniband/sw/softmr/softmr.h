@@ -1017,10 +1017,17 @@ struct softmr_key_cache {
  * @peer_gen: the partner's conn_gen then
  * @dqpn: the partner's QP number
  * @dgid: the partner's GID
+ * @held: in a run with key caches (struct softmr_req), a user QP partner
+ *	with a reference of the cache's own, lent to each WQE as its peer;
+ *	NULL: none held
  *
  * While neither end was connected anew since (both conn_gen unchanged)
  * and the QP found by @dgid and @dqpn is the one with @peer_serial, the
- * partner check holds still (softmr_req_cached_peer()).
+ * partner check holds still (softmr_req_cached_peer()).  @held spares a
+ * WQE the lookup by number; it is held only from WQE to WQE that sends to
+ * it, within one run (softmr_sq_process_budget()), and not once the
+ * partner is being destroyed: its destroy waits for no more than the WQE
+ * that runs, as it would without the cache.
  */
 struct softmr_conn_cache {
 	u64 peer_serial;
@@ -1028,6 +1035,7 @@ struct softmr_conn_cache {
 	u64 peer_gen;
 	u32 dqpn;
 	union ib_gid dgid;
+	struct softmr_qp *held;
 };
 
 /**
@@ -1037,7 +1045,7 @@ struct softmr_conn_cache {
  * @local: its gather (or, for reads and atomics, scatter) list
  * @inl: inline data, or NULL
  * @len: message length
- * @peer: the responder QP, referenced
+ * @peer: the responder QP, referenced (by the WQE, or lent by @conn.held)
  * @av: where the message goes (the AH's or, for RC, the QP's)
  * @hint: the device the last destination GID resolved to
  * @conn: connected QPs: the partner checked last

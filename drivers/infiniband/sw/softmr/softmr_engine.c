@@ -1120,12 +1120,34 @@ static bool softmr_peer_is_partner(struct softmr_req *req,
 }
 
 /*
- * The partner checked last time, if it still is: neither end connected
- * anew since (such a modify bumps conn_gen under state_lock, and
- * everything the check read, the latches included, changes only then; the
- * state, which others change too, is read here), the QP found is
- * the same object (serials are never reused), not gone to the wire, and
- * receiving.  Return: the partner with a reference, or NULL to check anew.
+ * Does @peer, found for @c, still stand for the partner checked last time?
+ * Neither end connected anew since (such a modify bumps conn_gen under
+ * state_lock, and everything the check read, the latches included,
+ * changes only then; the state, which others change too, is read here),
+ * the same object (serials are never reused), not gone to the wire,
+ * receiving, and not being destroyed.
+ */
+static bool softmr_conn_cache_holds(const struct softmr_conn_cache *c,
+				    struct softmr_qp *peer)
+{
+	return peer->serial == c->peer_serial &&
+	       READ_ONCE(peer->conn_gen) == c->peer_gen &&
+	       !READ_ONCE(peer->wire_on) && !READ_ONCE(peer->dying) &&
+	       softmr_qp_receives(peer);
+}
+
+/* Give up the partner @c holds (struct softmr_conn_cache). */
+static void softmr_conn_cache_release(struct softmr_conn_cache *c)
+{
+	if (c->held)
+		softmr_qp_put(c->held);
+	c->held = NULL;
+}
+
+/*
+ * The partner checked last time, if it still is (softmr_conn_cache_holds()):
+ * the one @req's run holds, lent to the WQE, or the one found by number,
+ * with a reference of the WQE's own.  NULL: check anew.
  */
 static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
 {
@@ -1133,17 +1155,44 @@ static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
 	struct softmr_qp *qp = req->qp;
 	struct softmr_qp *peer;
 
-	if (!c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen)
+	if (!c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen) {
+		softmr_conn_cache_release(c);
 		return NULL;
+	}
+	if (c->held) {
+		if (softmr_conn_cache_holds(c, c->held))
+			return c->held;
+		softmr_conn_cache_release(c);
+	}
 	peer = softmr_xport_find_qp(&req->hint, &c->dgid, c->dqpn, qp->sdev);
 	if (!peer)
 		return NULL;
-	if (peer->serial == c->peer_serial &&
-	    READ_ONCE(peer->conn_gen) == c->peer_gen &&
-	    !READ_ONCE(peer->wire_on) && softmr_qp_receives(peer))
+	if (softmr_conn_cache_holds(c, peer))
 		return peer;
 	softmr_qp_put(peer);
 	return NULL;
+}
+
+/*
+ * In a run with key caches, hold @req's checked partner from this WQE to
+ * the next (a user QP's only: a kernel QP's completion handler, run in
+ * this context, may destroy it and wait).  The WQE's reference goes to
+ * the cache, which lends it back (softmr_req_put_peer()).
+ */
+static void softmr_req_hold_peer(struct softmr_req *req)
+{
+	struct softmr_conn_cache *c = &req->conn;
+
+	if (req->key_caches && !c->held && req->peer->is_user)
+		c->held = req->peer;
+}
+
+/* The WQE is done with its peer: drop its reference, unless lent. */
+static void softmr_req_put_peer(struct softmr_req *req)
+{
+	if (req->peer && req->peer != req->conn.held)
+		softmr_qp_put(req->peer);
+	req->peer = NULL;
 }
 
 /* A connected requester's responder: its partner, checked. */
@@ -1160,6 +1209,7 @@ static enum ib_wc_status softmr_req_conn_peer(struct softmr_req *req)
 	peer = softmr_req_cached_peer(req);
 	if (peer) {
 		req->peer = peer;
+		softmr_req_hold_peer(req);
 		return IB_WC_SUCCESS;
 	}
 	c->peer_serial = 0;
@@ -1182,6 +1232,7 @@ static enum ib_wc_status softmr_req_conn_peer(struct softmr_req *req)
 	c->dqpn = dqpn;
 	c->dgid = req->av.dgid;
 	c->peer_serial = peer->serial;
+	softmr_req_hold_peer(req);
 	return IB_WC_SUCCESS;
 }
 
@@ -1308,7 +1359,13 @@ void softmr_send_complete(struct softmr_qp *qp,
 			  const struct softmr_send_wqe *wqe,
 			  enum ib_wc_status status, u32 byte_len)
 {
-	struct ib_uverbs_wc wc = {
+	struct ib_uverbs_wc wc;
+
+	/* most WQEs of a busy stream ask for no completion */
+	if (status == IB_WC_SUCCESS && !qp->sig_all &&
+	    !(wqe->flags & SOFTMR_SEND_SIGNALED))
+		return;
+	wc = (struct ib_uverbs_wc) {
 		.wr_id = wqe->wr_id,
 		.status = status,
 		.opcode = softmr_wc_opcode(wqe->opcode),
@@ -1316,10 +1373,6 @@ void softmr_send_complete(struct softmr_qp *qp,
 		.qp_num = qp->ibqp.qp_num,
 		.port_num = 1,
 	};
-
-	if (status == IB_WC_SUCCESS && !qp->sig_all &&
-	    !(wqe->flags & SOFTMR_SEND_SIGNALED))
-		return;
 	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
 		softmr_count(qp->sdev, SOFTMR_CNT_ERR_COMPLETIONS, 1);
 	softmr_cq_post(to_scq(qp->ibqp.send_cq), &wc, &qp->ibqp, false);
@@ -1378,8 +1431,7 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 		st = softmr_req_peer(req);
 	if (st == IB_WC_SUCCESS && req->peer)
 		st = softmr_req_execute(req);
-	if (req->peer)
-		softmr_qp_put(req->peer);
+	softmr_req_put_peer(req);
 	softmr_sgl_release(&req->local);
 	if (st == SOFTMR_STOP)
 		return st;
@@ -1486,9 +1538,9 @@ static u32 softmr_wqe_rkey(const struct softmr_send_wqe *wqe)
 }
 
 /*
- * Before @wqe runs: drop the key caches' entries it does not use, so that
- * an entry is held only from WQE to WQE that uses it (struct
- * softmr_key_cache).  @wqe is the kernel's copy; its SGEs are read within
+ * Before @wqe runs: drop the key caches' entries and the partner it does
+ * not use, so that each is held only from WQE to WQE that uses it (struct
+ * softmr_key_cache, struct softmr_conn_cache).  @wqe is the kernel's copy; its SGEs are read within
  * the QP's limit, which the WQE's checks enforce afterwards.
  */
 static void softmr_key_caches_prune(struct softmr_qp *qp,
@@ -1510,6 +1562,9 @@ static void softmr_key_caches_prune(struct softmr_qp *qp,
 	/* a zero-length RDMA operation does not look its rkey up */
 	if (!bytes || softmr_wqe_rkey(wqe) != req->rkeys.key)
 		softmr_key_cache_drop(&req->rkeys);
+	/* nor does a local operation send to the partner */
+	if (softmr_opcode_local(wqe->opcode))
+		softmr_conn_cache_release(&req->conn);
 }
 
 /**
@@ -1602,6 +1657,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	}
 	softmr_key_cache_drop(&req->lkeys);
 	softmr_key_cache_drop(&req->rkeys);
+	softmr_conn_cache_release(&req->conn);
 	req->key_caches = false;
 	return more;
 }
@@ -1624,6 +1680,9 @@ int softmr_engine_qp_init(struct softmr_qp *qp)
  */
 void softmr_engine_qp_cleanup(struct softmr_qp *qp)
 {
+	/* a run gives its partner up as it ends; never kept past the QP */
+	if (qp->req)
+		softmr_conn_cache_release(&qp->req->conn);
 	kfree(qp->req);
 	qp->req = NULL;
 	softmr_wire_conn_free(qp);
