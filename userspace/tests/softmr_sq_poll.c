@@ -15,6 +15,7 @@
 
 #define _GNU_SOURCE	/* pthread_timedjoin_np() */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -256,6 +257,28 @@ static void *destroy_qp_thread(void *qp)
 }
 
 /*
+ * ibv_destroy_qp(@qp) in a thread: a destroy still waiting after 2 s is
+ * reported (and waited for) rather than hanging the test silently.
+ */
+static int destroy_timed(struct ibv_qp *qp)
+{
+	struct timespec until;
+	void *ret = NULL;
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, destroy_qp_thread, qp))
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	if (pthread_timedjoin_np(th, &ret, &until)) {
+		CHECK(0, "a destroy still waits after 2 s");
+		fflush(stdout);
+		pthread_join(th, &ret);
+	}
+	return ret ? -1 : 0;
+}
+
+/*
  * After a stream ends, its partner's destroy goes at once: what the
  * stream's runs held of the partner they gave up when they ended.  (Were
  * it still held, a post on the requester lets it go: the test ends.)
@@ -265,6 +288,7 @@ static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
 	struct end a = {}, b = {};
 	struct timespec t0, t, until;
 	void *ret = NULL;
+	long polls0;
 	pthread_t th;
 	int done;
 
@@ -274,7 +298,10 @@ static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
 		CHECK(0, "RC pair");
 		goto out;
 	}
+	polls0 = st_counter(dev, "sq_polls");
 	CHECK(write_stream(&a, mr, buf) == NMSG, "the stream");
+	if (st_counter(dev, "sq_polls") == polls0)
+		SKIP("no poller ran during the stream (busy host)");
 	usleep(20000);	/* the poller has left */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (pthread_create(&th, NULL, destroy_qp_thread, b.qp)) {
@@ -306,30 +333,35 @@ out:
 }
 
 /*
- * The partner destroyed while a thread streams writes to it: the destroy
- * goes at once (the poller may hold the partner from WQE to WQE), nothing
- * lands in its memory afterwards, and the stream ends in one
- * RETRY_EXC_ERR, then flushes.
+ * The partner destroyed (@reconnect: connected to another QP) while a
+ * thread streams writes to it: the destroy goes at once (the poller may
+ * hold the partner from WQE to WQE), nothing lands in its memory
+ * afterwards, and the stream ends in one RETRY_EXC_ERR, then flushes.
  */
-static void test_partner_destroyed(struct ibv_mr *mr, uint8_t *buf)
+static void test_partner_gone(struct ibv_mr *mr, uint8_t *buf, bool reconnect)
 {
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct end c = {};
 	struct poster p = { .mr = mr, .buf = buf };
 	long done = 0, ok = 0, retry = 0, flushed = 0, other = 0;
 	struct end a = {}, b = {};
 	struct timespec t0, t, gone = {};
 	struct ibv_wc wc[16];
-	long destroy_ns = 0;
+	long gone_ns = 0, polls0;
+	int i, n, polled = 0;
 	pthread_t th;
-	int i, n;
 
-	printf("-- the partner destroyed while a stream writes to it\n");
+	printf("-- the partner %s while a stream writes to it\n",
+	       reconnect ? "connected elsewhere" : "destroyed");
 	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE, 7)) {
-		CHECK(0, "RC pair");
+			 IBV_ACCESS_REMOTE_WRITE, 7) ||
+	    make_end(&c, IBV_QPT_RC, NULL)) {
+		CHECK(0, "QPs");
 		goto out;
 	}
 	fill(buf, MSG, 5);
 	p.a = &a;
+	polls0 = st_counter(dev, "sq_polls");
 	CHECK(!pthread_create(&th, NULL, post_loop, &p), "poster thread");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -346,18 +378,28 @@ static void test_partner_destroyed(struct ibv_mr *mr, uint8_t *buf)
 				other++;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (b.qp && ok > 2000) {
-			if (ibv_destroy_qp(b.qp))
-				other++;
-			b.qp = NULL;
+		if (!gone.tv_sec && ok > 2000) {
+			polled = st_counter(dev, "sq_polls") != polls0;
+			if (reconnect) {
+				if (ibv_modify_qp(b.qp, &reset, IBV_QP_STATE) ||
+				    to_rts(b.qp, c.qp->qp_num,
+					   IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_WRITE, 7, 1))
+					other++;
+			} else {
+				if (destroy_timed(b.qp))
+					other++;
+				b.qp = NULL;
+			}
 			clock_gettime(CLOCK_MONOTONIC, &gone);
-			destroy_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
+			gone_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
 				     gone.tv_nsec - t.tv_nsec;
-			/* no WQE may write there from now on */
+			/* a write under way may end; none may start */
+			usleep(50000);
 			memset(buf + BUF / 2, 0, MSG);
 			t0 = gone;
 		}
-		if (!b.qp && !p.stop && t.tv_sec - t0.tv_sec >= 1)
+		if (gone.tv_sec && !p.stop && t.tv_sec - t0.tv_sec >= 1)
 			p.stop = 1;
 		if (p.stop == 1) {
 			pthread_join(th, NULL);
@@ -373,8 +415,12 @@ static void test_partner_destroyed(struct ibv_mr *mr, uint8_t *buf)
 		p.stop = 1;
 		pthread_join(th, NULL);
 	}
-	CHECK(gone.tv_sec && destroy_ns < 500000000L,
-	      "the partner destroyed in %ld us", destroy_ns / 1000);
+	if (!polled)
+		SKIP("no poller ran during the stream (busy host)");
+	CHECK(gone.tv_sec && gone_ns < 500000000L,
+	      "the partner %s in %ld us",
+	      reconnect ? "connected elsewhere" : "destroyed",
+	      gone_ns / 1000);
 	CHECK(done == p.posted,
 	      "every posted WQE completed: %ld posted, %ld completions", p.posted,
 	      done);
@@ -383,10 +429,11 @@ static void test_partner_destroyed(struct ibv_mr *mr, uint8_t *buf)
 	      retry, flushed, other);
 	for (i = 0; i < MSG && !buf[BUF / 2 + i]; i++)
 		;
-	CHECK(i == MSG, "nothing written after the destroy");
+	CHECK(i == MSG, "nothing written after it");
 out:
 	free_end(&a);
 	free_end(&b);
+	free_end(&c);
 }
 
 /* A QP destroyed while its poller runs goes at once. */
@@ -443,6 +490,21 @@ static int ring(struct ibv_qp *qp)
 	return write(to_sctx(qp->context)->db_fd, &qpn, 4) == 4 ? 0 : -1;
 }
 
+/* Does the kernel start watching @sq's ring within 150 us? */
+static bool watched_soon(struct softmr_qp *sq)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (__atomic_load_n(&sq->sq.hdr->sq_polled, __ATOMIC_SEQ_CST))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
+		 t0.tv_nsec < 150000);
+	return false;
+}
+
 /*
  * A large WQE written into the ring while the poller watches, without a
  * doorbell: it stays until the doorbell; through ibv_post_send (which
@@ -476,8 +538,16 @@ static void test_large_wqe(struct ibv_mr *mr, uint8_t *buf)
 		/* a small write starts the poller */
 		if (post(a.qp, &wr) || wait_wc(a.cq, &wc))
 			break;
-		if (!__atomic_load_n(&sq->sq.hdr->sq_polled, __ATOMIC_SEQ_CST))
+		/*
+		 * the poller is queued as the doorbell returns: it starts
+		 * watching on the other CPU within a while (and stops after
+		 * sq_poll_usecs, 200, without a WQE)
+		 */
+		if (!watched_soon(sq)) {
+			/* past a poller's backoff (5 ms after an idle run) */
+			usleep(6000);
 			continue;
+		}
 		pthread_spin_lock(&sq->sq.lock);
 		w = (void *)((uint8_t *)sq->sq.hdr + SOFTMR_WQ_HDR_SIZE +
 			     (sq->sq.prod & (sq->sq.num - 1)) * sq->sq.stride);
@@ -507,6 +577,72 @@ static void test_large_wqe(struct ibv_mr *mr, uint8_t *buf)
 	}
 	CHECK(!early, "the large WQE did not run without its doorbell");
 	CHECK(done, "it ran at the doorbell");
+out:
+	free_end(&a);
+	free_end(&b);
+}
+
+/*
+ * As perftest does: the whole send ring outstanding, every half ring
+ * signaled, the next posts made as soon as a completion comes.  A
+ * completion frees its WQE's slot and those before it at once: no post
+ * is refused (the kernel tells the ring's consumer index once per run,
+ * and before each completion).
+ */
+static void test_ring_full_stream(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a = {}, b = {};
+	long posted = 0, freed = 0, refused = 0, bad = 0;
+	struct timespec seen, t;
+	struct ibv_wc wc[16];
+	uint32_t slots, half;
+	int i, n;
+
+	printf("-- the whole ring outstanding, a completion frees its slots\n");
+	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	slots = to_sqp(a.qp)->sq.num;
+	half = slots / 2;
+	clock_gettime(CLOCK_MONOTONIC, &seen);
+	while (freed < NMSG) {
+		while (posted < NMSG && posted - freed < slots) {
+			struct ibv_sge sg = { (uintptr_t)buf, MSG, mr->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = posted, .sg_list = &sg, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = posted % half == half - 1 ?
+					      IBV_SEND_SIGNALED : 0,
+				.wr.rdma = { (uintptr_t)buf + BUF / 2,
+					     mr->rkey },
+			};
+			struct ibv_send_wr *bad_wr;
+
+			if (ibv_post_send(a.qp, &wr, &bad_wr)) {
+				refused++;
+				break;
+			}
+			posted++;
+		}
+		if (refused)
+			break;
+		n = ibv_poll_cq(a.cq, 16, wc);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n > 0)
+			seen = t;
+		if (t.tv_sec - seen.tv_sec > 5)
+			break;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				bad++;
+			freed = wc[i].wr_id + 1;
+		}
+	}
+	CHECK(freed == NMSG && !refused && !bad,
+	      "%ld WQEs through a ring of %u: %ld completed, %ld posts refused, %ld errors",
+	      (long)NMSG, slots, freed, refused, bad);
 out:
 	free_end(&a);
 	free_end(&b);
@@ -605,6 +741,7 @@ int main(int argc, char **argv)
 	stream_with(&a, mr, buf, 0, &posts, &db, &polls);
 	CHECK(posts == NMSG && db == posts && polls == 0,
 	      "%ld posts, %ld doorbells, %ld poller runs", posts, db, polls);
+	test_ring_full_stream(mr, buf);
 
 	printf("-- the poller takes WQEs (sq_poll_usecs=200)\n");
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
@@ -628,9 +765,11 @@ int main(int argc, char **argv)
 		printf("%ld posts rang %ld doorbells\n", posts, db);
 		test_large_wqe(mr, buf);
 		test_mixed_sizes(mr, buf);
+		test_ring_full_stream(mr, buf);
 		test_error_while_posting(mr, buf);
 		test_destroy_while_polled(mr, buf);
-		test_partner_destroyed(mr, buf);
+		test_partner_gone(mr, buf, false);
+		test_partner_gone(mr, buf, true);
 		test_partner_destroyed_after(mr, buf);
 	}
 out:

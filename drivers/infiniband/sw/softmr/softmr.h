@@ -859,6 +859,8 @@ int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
 void softmr_wq_cleanup(struct softmr_wq *wq);
 int softmr_wq_pending(struct softmr_wq *wq, u32 *count);
 void *softmr_wq_take(struct softmr_wq *wq);
+void softmr_wq_advance(struct softmr_wq *wq);
+void softmr_wq_publish(struct softmr_wq *wq);
 void softmr_wq_consume(struct softmr_wq *wq);
 void softmr_wq_hold(struct softmr_wq *wq);
 void softmr_wq_retire(struct softmr_wq *wq);

@@ -1176,14 +1176,16 @@ static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
 /*
  * In a run with key caches, hold @req's checked partner from this WQE to
  * the next (a user QP's only: a kernel QP's completion handler, run in
- * this context, may destroy it and wait).  The WQE's reference goes to
+ * this context, may destroy it and wait; and not one whose destroy has
+ * begun, which a lookup still finds until it is erased).  The WQE's reference goes to
  * the cache, which lends it back (softmr_req_put_peer()).
  */
 static void softmr_req_hold_peer(struct softmr_req *req)
 {
 	struct softmr_conn_cache *c = &req->conn;
 
-	if (req->key_caches && !c->held && req->peer->is_user)
+	if (req->key_caches && !c->held && req->peer->is_user &&
+	    !READ_ONCE(req->peer->dying))
 		c->held = req->peer;
 }
 
@@ -1355,6 +1357,15 @@ static u32 softmr_wc_opcode(u32 wr_opcode)
 	}
 }
 
+/* Does a send WQE that ends with @status have a completion? */
+static bool softmr_send_completes(const struct softmr_qp *qp,
+				  const struct softmr_send_wqe *wqe,
+				  enum ib_wc_status status)
+{
+	return status != IB_WC_SUCCESS || qp->sig_all ||
+	       (wqe->flags & SOFTMR_SEND_SIGNALED);
+}
+
 void softmr_send_complete(struct softmr_qp *qp,
 			  const struct softmr_send_wqe *wqe,
 			  enum ib_wc_status status, u32 byte_len)
@@ -1362,8 +1373,7 @@ void softmr_send_complete(struct softmr_qp *qp,
 	struct ib_uverbs_wc wc;
 
 	/* most WQEs of a busy stream ask for no completion */
-	if (status == IB_WC_SUCCESS && !qp->sig_all &&
-	    !(wqe->flags & SOFTMR_SEND_SIGNALED))
+	if (!softmr_send_completes(qp, wqe, status))
 		return;
 	wc = (struct ib_uverbs_wc) {
 		.wr_id = wqe->wr_id,
@@ -1644,7 +1654,10 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 			}
 		}
 		qp->rnr_left = -1;
-		softmr_wq_consume(sq);
+		softmr_wq_advance(sq);
+		/* its slot is free before its completion can be seen */
+		if (softmr_send_completes(qp, wqe, st))
+			softmr_wq_publish(sq);
 		softmr_count(qp->sdev, SOFTMR_CNT_SEND_WQES, 1);
 		softmr_send_complete(qp, wqe, st,
 				     st == IB_WC_SUCCESS ? (u32)req->len : 0);
@@ -1655,6 +1668,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		if (!budget)
 			more = true;
 	}
+	softmr_wq_publish(sq);
 	softmr_key_cache_drop(&req->lkeys);
 	softmr_key_cache_drop(&req->rkeys);
 	softmr_conn_cache_release(&req->conn);

@@ -151,15 +151,40 @@ void *softmr_wq_take(struct softmr_wq *wq)
 }
 
 /**
+ * softmr_wq_advance() - retire the WQE at the head, the producer not told
+ * @wq: the queue, consumer lock held
+ *
+ * A run of many WQEs tells the producer once (softmr_wq_publish()), so
+ * that the ring header's consumer line is not written for each WQE; it
+ * must tell before a completion of a WQE retired so becomes visible (a
+ * completed WQE's slot is free: ibv_post_send(3) counts on it) and when
+ * it ends.
+ */
+void softmr_wq_advance(struct softmr_wq *wq)
+{
+	lockdep_assert_held(&wq->lock);
+	wq->cons++;
+}
+
+/**
+ * softmr_wq_publish() - tell the producer which slots are free
+ * @wq: the queue, consumer lock held
+ */
+void softmr_wq_publish(struct softmr_wq *wq)
+{
+	lockdep_assert_held(&wq->lock);
+	/* the slots may be reused once the producer sees this */
+	smp_store_release(&wq->hdr->consumer, wq->cons - wq->held);
+}
+
+/**
  * softmr_wq_consume() - retire the WQE at the head of the queue
  * @wq: the queue, consumer lock held
  */
 void softmr_wq_consume(struct softmr_wq *wq)
 {
-	lockdep_assert_held(&wq->lock);
-	wq->cons++;
-	/* the slot may be reused once the producer sees this */
-	smp_store_release(&wq->hdr->consumer, wq->cons - wq->held);
+	softmr_wq_advance(wq);
+	softmr_wq_publish(wq);
 }
 
 /**
