@@ -1594,12 +1594,12 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	struct softmr_wq *sq = &qp->sq;
 	struct softmr_req *req = qp->req;
 	bool more = false;
+	u32 n = 0;
 
 	req->key_caches = polled && qp->is_user;
 	while (budget--) {
 		struct softmr_send_wqe *wqe;
 		enum ib_qp_state state = READ_ONCE(qp->state);
-		u32 n;
 		int st;
 
 		if (state == IB_QPS_ERR) {
@@ -1615,7 +1615,12 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		/* an RNR wait: its timer (softmr_sq_work()) retries the head */
 		if (!list_empty_careful(&qp->rnr_entry))
 			break;
-		if (softmr_wq_pending(sq, &n)) {
+		/*
+		 * the producer index is read again only once the WQEs it
+		 * showed are taken: the poster writes its cache line for
+		 * each WQE
+		 */
+		if (!n && softmr_wq_pending(sq, &n)) {
 			softmr_qp_set_error(qp);
 			break;
 		}
@@ -1623,6 +1628,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 			break;
 
 		wqe = softmr_wq_take(sq);
+		n--;	/* the head is taken, or the run stops here */
 		if (polled && softmr_sq_unrung(qp) &&
 		    softmr_wqe_bytes(sq, wqe) > SOFTMR_SQ_POLL_MAX_BYTES) {
 			if (blocked)
