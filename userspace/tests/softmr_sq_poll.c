@@ -592,10 +592,10 @@ out:
 static void test_ring_full_stream(struct ibv_mr *mr, uint8_t *buf)
 {
 	struct end a = {}, b = {};
-	long posted = 0, freed = 0, refused = 0, bad = 0;
+	long posted = 0, freed = 0, refused = 0, bad = 0, early = 0;
 	struct timespec seen, t;
 	struct ibv_wc wc[16];
-	uint32_t slots, half;
+	uint32_t slots, half, cons;
 	int i, n;
 
 	printf("-- the whole ring outstanding, a completion frees its slots\n");
@@ -634,18 +634,133 @@ static void test_ring_full_stream(struct ibv_mr *mr, uint8_t *buf)
 			seen = t;
 		if (t.tv_sec - seen.tv_sec > 5)
 			break;
+		/* the ring's consumer index is past each completed WQE */
+		cons = __atomic_load_n(&to_sqp(a.qp)->sq.hdr->consumer,
+				       __ATOMIC_ACQUIRE);
 		for (i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				bad++;
 			freed = wc[i].wr_id + 1;
+			if ((int32_t)(cons - (uint32_t)freed) < 0)
+				early++;
 		}
 	}
-	CHECK(freed == NMSG && !refused && !bad,
-	      "%ld WQEs through a ring of %u: %ld completed, %ld posts refused, %ld errors",
-	      (long)NMSG, slots, freed, refused, bad);
+	CHECK(freed == NMSG && !refused && !bad && !early,
+	      "%ld WQEs through a ring of %u: %ld completed, %ld posts refused, %ld errors, %ld completions before their slot was free",
+	      (long)NMSG, slots, freed, refused, bad, early);
 out:
 	free_end(&a);
 	free_end(&b);
+}
+
+struct cq_watch {
+	struct ibv_cq *cq;
+	struct softmr_qp *sq;
+	uint32_t consumer;	/* the ring's, when the completion was seen */
+	int status;		/* -1: none came */
+};
+
+/* Spin on the CQ; note the send ring's consumer index at the completion. */
+static void *watch_cq(void *arg)
+{
+	struct cq_watch *w = arg;
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int n;
+
+	w->status = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		n = ibv_poll_cq(w->cq, 1, &wc);
+		if (n == 1) {
+			w->consumer = __atomic_load_n(&w->sq->sq.hdr->consumer,
+						      __ATOMIC_ACQUIRE);
+			w->status = wc.wr_id == 1 ? (int)wc.status : -2;
+			return NULL;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (n == 0 && t.tv_sec - t0.tv_sec < 5);
+	return NULL;
+}
+
+/*
+ * A completion frees its slot before it can be seen, even when the run
+ * that completed it goes on: a signaled small write, then an unsignaled
+ * 8 MiB one, posted together; a thread that polls the CQ finds the
+ * ring's consumer index past the small write while the large one is
+ * still being copied.
+ */
+static void test_completion_frees_slot(void)
+{
+	const size_t big = 8 << 20;
+	struct cq_watch w = {};
+	struct end a = {}, b = {};
+	struct ibv_mr *bmr = NULL;
+	struct ibv_wc wc;
+	uint8_t *bbuf;
+	pthread_t th;
+
+	printf("-- a completion frees its slot while its run goes on\n");
+	bbuf = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (bbuf != MAP_FAILED)
+		bmr = ibv_reg_mr(pd, bbuf, 2 * big, IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE);
+	if (!bmr || make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE, 7)) {
+		CHECK(0, "buffer, MR and RC pair");
+		goto out;
+	}
+	fill(bbuf, big, 4);
+	w.cq = a.cq;
+	w.sq = to_sqp(a.qp);
+	if (pthread_create(&th, NULL, watch_cq, &w)) {
+		CHECK(0, "CQ thread");
+		goto out;
+	}
+	{
+		struct ibv_sge s1 = { (uintptr_t)bbuf, MSG, bmr->lkey };
+		struct ibv_sge s2 = { (uintptr_t)bbuf, big, bmr->lkey };
+		struct ibv_send_wr w2 = {
+			.wr_id = 2, .sg_list = &s2, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { (uintptr_t)bbuf + big, bmr->rkey },
+		};
+		struct ibv_send_wr w1 = {
+			.wr_id = 1, .sg_list = &s1, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED, .next = &w2,
+			.wr.rdma = { (uintptr_t)bbuf + big, bmr->rkey },
+		};
+		struct ibv_send_wr *bad_wr;
+
+		CHECK(!ibv_post_send(a.qp, &w1, &bad_wr), "two writes posted");
+	}
+	pthread_join(th, NULL);
+	CHECK(w.status == IBV_WC_SUCCESS && w.consumer >= 1,
+	      "the small write's completion (status %d) came with the ring's consumer index at %u",
+	      w.status, w.consumer);
+	{
+		/* the large one done: a signaled write behind it completes */
+		struct ibv_sge s3 = { (uintptr_t)bbuf, MSG, bmr->lkey };
+		struct ibv_send_wr w3 = {
+			.wr_id = 3, .sg_list = &s3, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { (uintptr_t)bbuf + big, bmr->rkey },
+		};
+
+		CHECK(!post(a.qp, &w3) && !wait_wc(a.cq, &wc) &&
+		      wc.wr_id == 3 && wc.status == IBV_WC_SUCCESS &&
+		      !memcmp(bbuf, bbuf + big, big), "the large write done");
+	}
+out:
+	free_end(&a);
+	free_end(&b);
+	if (bmr)
+		ibv_dereg_mr(bmr);
+	if (bbuf != MAP_FAILED)
+		munmap(bbuf, 2 * big);
 }
 
 /* Large writes among small ones through ibv_post_send: all complete. */
@@ -742,6 +857,7 @@ int main(int argc, char **argv)
 	CHECK(posts == NMSG && db == posts && polls == 0,
 	      "%ld posts, %ld doorbells, %ld poller runs", posts, db, polls);
 	test_ring_full_stream(mr, buf);
+	test_completion_frees_slot();
 
 	printf("-- the poller takes WQEs (sq_poll_usecs=200)\n");
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
