@@ -224,8 +224,10 @@ static void test_error_while_posting(struct ibv_mr *mr, uint8_t *buf)
 			attr.cur_qp_state = IBV_QPS_ERR;
 			t0 = t;
 		}
+		/* after the error, posts go on until one is flushed (or 5 s) */
 		if (attr.cur_qp_state && !p.stop &&
-		    t.tv_sec - t0.tv_sec >= 1)
+		    (flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
+				t.tv_nsec - t0.tv_nsec >= 5000000000L))
 			p.stop = 1;
 		if (p.stop == 1) {
 			pthread_join(th, NULL);
@@ -399,7 +401,10 @@ static void test_partner_gone(struct ibv_mr *mr, uint8_t *buf, bool reconnect)
 			memset(buf + BUF / 2, 0, MSG);
 			t0 = gone;
 		}
-		if (gone.tv_sec && !p.stop && t.tv_sec - t0.tv_sec >= 1)
+		/* after the error, posts go on until one is flushed (or 5 s) */
+		if (gone.tv_sec && !p.stop &&
+		    (flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
+				t.tv_nsec - t0.tv_nsec >= 5000000000L))
 			p.stop = 1;
 		if (p.stop == 1) {
 			pthread_join(th, NULL);
