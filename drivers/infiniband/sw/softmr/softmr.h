@@ -1051,9 +1051,9 @@ struct softmr_conn_cache {
  * @av: where the message goes (the AH's or, for RC, the QP's)
  * @hint: the device the last destination GID resolved to
  * @conn: connected QPs: the partner checked last
- * @key_caches: this run looks keys up through @lkeys and @rkeys: a polled
- *	run of a user QP (many WQEs in a row; a run for one doorbell would
- *	only pay for the cache)
+ * @key_caches: this run looks keys up through @lkeys and @rkeys, and
+ *	holds its partner in @conn: a polled run of a user QP (many WQEs in
+ *	a row; a run for one doorbell would only pay for the caches)
  * @lkeys: the local key found last, while each WQE uses it
  * @rkeys: with a user QP as peer: the remote key found last, likewise
  */
