@@ -182,20 +182,92 @@ static void *post_loop(void *arg)
 	return NULL;
 }
 
+/* Completions of a stream_through() run, by status. */
+struct stream_counts {
+	long done, ok, retry, flushed, other;
+};
+
+/*
+ * Start @p's poster thread and poll its QP's CQ, counting completions by
+ * status.  Once more than 2000 succeeded, @turn(@arg) runs once (the
+ * event under test); posts then go on until one is flushed (or 5 s), and
+ * every posted WQE is waited for (10 s without an end stops the wait).
+ * Checks that every posted WQE completed.  Return: whether @turn ran.
+ */
+static bool stream_through(struct poster *p, struct stream_counts *c,
+			   void (*turn)(void *arg), void *arg)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc[16];
+	bool turned = false;
+	pthread_t th;
+	int i, n;
+
+	if (pthread_create(&th, NULL, post_loop, p)) {
+		CHECK(0, "poster thread");
+		return false;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(p->a->cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			p->done = ++c->done;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				c->ok++;
+			else if (wc[i].status == IBV_WC_RETRY_EXC_ERR)
+				c->retry++;
+			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+				c->flushed++;
+			else
+				c->other++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (!turned && c->ok > 2000) {
+			turn(arg);
+			turned = true;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		}
+		/* after the event, posts go on until one is flushed (or 5 s) */
+		if (turned && !p->stop &&
+		    (c->flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
+				   t.tv_nsec - t0.tv_nsec >= 5000000000L))
+			p->stop = 1;
+		if (p->stop == 1) {
+			pthread_join(th, NULL);
+			p->stop = 2;
+			t0 = t;
+		}
+		if (p->stop == 2 && c->done == p->posted)
+			break;
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
+	}
+	if (p->stop != 2) {
+		p->stop = 1;
+		pthread_join(th, NULL);
+	}
+	CHECK(c->done == p->posted,
+	      "every posted WQE completed: %ld posted, %ld completions",
+	      p->posted, c->done);
+	return turned;
+}
+
+static void qp_to_err(void *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	CHECK(!ibv_modify_qp(qp, &attr, IBV_QP_STATE), "to ERR while posting");
+}
+
 /*
  * A thread keeps posting while the QP goes to the error state: every
  * posted WQE completes, with success before the error, flushed after it.
  */
 static void test_error_while_posting(struct ibv_mr *mr, uint8_t *buf)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	struct poster p = { .mr = mr, .buf = buf };
+	struct stream_counts c = {};
 	struct end a = {}, b = {};
-	long done = 0, ok = 0, flushed = 0, other = 0;
-	struct timespec t0, t;
-	struct ibv_wc wc[16];
-	pthread_t th;
-	int i, n;
 
 	printf("-- the QP goes to ERR while a thread posts\n");
 	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
@@ -204,50 +276,10 @@ static void test_error_while_posting(struct ibv_mr *mr, uint8_t *buf)
 		goto out;
 	}
 	p.a = &a;
-	CHECK(!pthread_create(&th, NULL, post_loop, &p), "poster thread");
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		n = ibv_poll_cq(a.cq, 16, wc);
-		for (i = 0; i < n; i++) {
-			p.done = ++done;
-			if (wc[i].status == IBV_WC_SUCCESS)
-				ok++;
-			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
-				flushed++;
-			else
-				other++;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (!attr.cur_qp_state && ok > 2000) {
-			CHECK(!ibv_modify_qp(a.qp, &attr, IBV_QP_STATE),
-			      "to ERR while posting");
-			attr.cur_qp_state = IBV_QPS_ERR;
-			t0 = t;
-		}
-		/* after the error, posts go on until one is flushed (or 5 s) */
-		if (attr.cur_qp_state && !p.stop &&
-		    (flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
-				t.tv_nsec - t0.tv_nsec >= 5000000000L))
-			p.stop = 1;
-		if (p.stop == 1) {
-			pthread_join(th, NULL);
-			p.stop = 2;
-			t0 = t;
-		}
-		if (p.stop == 2 && done == p.posted)
-			break;
-		if (t.tv_sec - t0.tv_sec > 10)
-			break;
-	}
-	if (p.stop != 2) {
-		p.stop = 1;
-		pthread_join(th, NULL);
-	}
-	CHECK(done == p.posted,
-	      "every posted WQE completed: %ld posted, %ld completions", p.posted,
-	      done);
-	CHECK(ok > 2000 && flushed > 0 && !other,
-	      "%ld succeeded, %ld flushed, %ld other", ok, flushed, other);
+	CHECK(stream_through(&p, &c, qp_to_err, a.qp), "the QP went to ERR");
+	CHECK(c.ok > 2000 && c.flushed > 0 && !c.retry && !c.other,
+	      "%ld succeeded, %ld flushed, %ld other", c.ok, c.flushed,
+	      c.retry + c.other);
 out:
 	free_end(&a);
 	free_end(&b);
@@ -260,9 +292,11 @@ static void *destroy_qp_thread(void *qp)
 
 /*
  * ibv_destroy_qp(@qp) in a thread: a destroy still waiting after 2 s is
- * reported (and waited for) rather than hanging the test silently.
+ * reported, @unstick(@arg) (when given) is run to let it go, and it is
+ * waited for, rather than hanging the test silently.
  */
-static int destroy_timed(struct ibv_qp *qp)
+static int destroy_timed(struct ibv_qp *qp, void (*unstick)(void *arg),
+			 void *arg)
 {
 	struct timespec until;
 	void *ret = NULL;
@@ -275,9 +309,31 @@ static int destroy_timed(struct ibv_qp *qp)
 	if (pthread_timedjoin_np(th, &ret, &until)) {
 		CHECK(0, "a destroy still waits after 2 s");
 		fflush(stdout);
+		if (unstick)
+			unstick(arg);
 		pthread_join(th, &ret);
 	}
 	return ret ? -1 : 0;
+}
+
+struct write_one {
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+/* One unsignaled write on @arg's QP (struct write_one). */
+static void post_write_one(void *arg)
+{
+	struct write_one *w = arg;
+	struct ibv_sge sg = { (uintptr_t)w->buf, MSG, w->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sg, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { (uintptr_t)w->buf + BUF / 2, w->mr->rkey },
+	};
+
+	post(w->qp, &wr);
 }
 
 /*
@@ -288,11 +344,10 @@ static int destroy_timed(struct ibv_qp *qp)
 static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
 {
 	struct end a = {}, b = {};
-	struct timespec t0, t, until;
-	void *ret = NULL;
+	struct write_one w = { .mr = mr, .buf = buf };
+	struct timespec t0, t;
 	long polls0;
-	pthread_t th;
-	int done;
+	int err;
 
 	printf("-- the partner destroyed after a stream\n");
 	if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
@@ -305,33 +360,55 @@ static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
 	if (st_counter(dev, "sq_polls") == polls0)
 		SKIP("no poller ran during the stream (busy host)");
 	usleep(20000);	/* the poller has left */
+	w.qp = a.qp;	/* a WQE of the requester's lets the partner go */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pthread_create(&th, NULL, destroy_qp_thread, b.qp)) {
-		CHECK(0, "destroy thread");
-		goto out;
-	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 2;
-	done = !pthread_timedjoin_np(th, &ret, &until);
+	err = destroy_timed(b.qp, post_write_one, &w);
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	CHECK(done && !ret, "the partner destroyed in %ld us%s",
-	      ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
-	       t0.tv_nsec) / 1000, done ? "" : " (still waiting)");
-	if (!done) {	/* a WQE of the requester's lets the partner go */
-		struct ibv_sge sg = { (uintptr_t)buf, MSG, mr->lkey };
-		struct ibv_send_wr wr = {
-			.sg_list = &sg, .num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE,
-			.wr.rdma = { (uintptr_t)buf + BUF / 2, mr->rkey },
-		};
-
-		post(a.qp, &wr);
-		pthread_join(th, NULL);
-	}
 	b.qp = NULL;
+	CHECK(!err, "the partner destroyed in %ld us",
+	      ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
+	       t0.tv_nsec) / 1000);
 out:
 	free_end(&a);
 	free_end(&b);
+}
+
+/* The event of test_partner_gone(), run by stream_through(). */
+struct partner_turn {
+	bool reconnect;
+	struct end *b, *c;
+	struct write_one w;	/* lets a destroy that waits go */
+	uint8_t *buf;
+	long polls0;
+	bool polled, failed;
+	long gone_ns;
+};
+
+static void partner_go(void *arg)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct partner_turn *pt = arg;
+	struct timespec t, gone;
+
+	pt->polled = st_counter(dev, "sq_polls") != pt->polls0;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (pt->reconnect) {
+		if (ibv_modify_qp(pt->b->qp, &reset, IBV_QP_STATE) ||
+		    to_rts(pt->b->qp, pt->c->qp->qp_num,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 7,
+			   1))
+			pt->failed = true;
+	} else {
+		if (destroy_timed(pt->b->qp, post_write_one, &pt->w))
+			pt->failed = true;
+		pt->b->qp = NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &gone);
+	pt->gone_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
+		      gone.tv_nsec - t.tv_nsec;
+	/* a write under way may end; none may start */
+	usleep(50000);
+	memset(pt->buf + BUF / 2, 0, MSG);
 }
 
 /*
@@ -342,16 +419,15 @@ out:
  */
 static void test_partner_gone(struct ibv_mr *mr, uint8_t *buf, bool reconnect)
 {
-	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
-	struct end c = {};
 	struct poster p = { .mr = mr, .buf = buf };
-	long done = 0, ok = 0, retry = 0, flushed = 0, other = 0;
-	struct end a = {}, b = {};
-	struct timespec t0, t, gone = {};
-	struct ibv_wc wc[16];
-	long gone_ns = 0, polls0;
-	int i, n, polled = 0;
-	pthread_t th;
+	struct end a = {}, b = {}, c = {};
+	struct partner_turn pt = {
+		.reconnect = reconnect, .b = &b, .c = &c, .buf = buf,
+		.w = { .mr = mr, .buf = buf },
+	};
+	struct stream_counts n = {};
+	bool gone;
+	int i;
 
 	printf("-- the partner %s while a stream writes to it\n",
 	       reconnect ? "connected elsewhere" : "destroyed");
@@ -363,75 +439,19 @@ static void test_partner_gone(struct ibv_mr *mr, uint8_t *buf, bool reconnect)
 	}
 	fill(buf, MSG, 5);
 	p.a = &a;
-	polls0 = st_counter(dev, "sq_polls");
-	CHECK(!pthread_create(&th, NULL, post_loop, &p), "poster thread");
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		n = ibv_poll_cq(a.cq, 16, wc);
-		for (i = 0; i < n; i++) {
-			p.done = ++done;
-			if (wc[i].status == IBV_WC_SUCCESS)
-				ok++;
-			else if (wc[i].status == IBV_WC_RETRY_EXC_ERR)
-				retry++;
-			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
-				flushed++;
-			else
-				other++;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (!gone.tv_sec && ok > 2000) {
-			polled = st_counter(dev, "sq_polls") != polls0;
-			if (reconnect) {
-				if (ibv_modify_qp(b.qp, &reset, IBV_QP_STATE) ||
-				    to_rts(b.qp, c.qp->qp_num,
-					   IBV_ACCESS_LOCAL_WRITE |
-					   IBV_ACCESS_REMOTE_WRITE, 7, 1))
-					other++;
-			} else {
-				if (destroy_timed(b.qp))
-					other++;
-				b.qp = NULL;
-			}
-			clock_gettime(CLOCK_MONOTONIC, &gone);
-			gone_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
-				     gone.tv_nsec - t.tv_nsec;
-			/* a write under way may end; none may start */
-			usleep(50000);
-			memset(buf + BUF / 2, 0, MSG);
-			t0 = gone;
-		}
-		/* after the error, posts go on until one is flushed (or 5 s) */
-		if (gone.tv_sec && !p.stop &&
-		    (flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
-				t.tv_nsec - t0.tv_nsec >= 5000000000L))
-			p.stop = 1;
-		if (p.stop == 1) {
-			pthread_join(th, NULL);
-			p.stop = 2;
-			t0 = t;
-		}
-		if (p.stop == 2 && done == p.posted)
-			break;
-		if (t.tv_sec - t0.tv_sec > 10)
-			break;
-	}
-	if (p.stop != 2) {
-		p.stop = 1;
-		pthread_join(th, NULL);
-	}
-	if (!polled)
+	pt.w.qp = a.qp;
+	pt.polls0 = st_counter(dev, "sq_polls");
+	gone = stream_through(&p, &n, partner_go, &pt);
+	if (!pt.polled)
 		SKIP("no poller ran during the stream (busy host)");
-	CHECK(gone.tv_sec && gone_ns < 500000000L,
-	      "the partner %s in %ld us",
+	CHECK(gone && pt.gone_ns < 500000000L, "the partner %s in %ld us",
 	      reconnect ? "connected elsewhere" : "destroyed",
-	      gone_ns / 1000);
-	CHECK(done == p.posted,
-	      "every posted WQE completed: %ld posted, %ld completions", p.posted,
-	      done);
-	CHECK(ok > 2000 && retry == 1 && flushed > 0 && !other,
-	      "%ld succeeded, %ld retry exceeded, %ld flushed, %ld other", ok,
-	      retry, flushed, other);
+	      pt.gone_ns / 1000);
+	CHECK(n.ok > 2000 && n.retry == 1 && n.flushed > 0 && !n.other &&
+	      !pt.failed,
+	      "%ld succeeded, %ld retry exceeded, %ld flushed, %ld other%s",
+	      n.ok, n.retry, n.flushed, n.other,
+	      pt.failed ? ", the destroy or reconnect failed" : "");
 	for (i = 0; i < MSG && !buf[BUF / 2 + i]; i++)
 		;
 	CHECK(i == MSG, "nothing written after it");
