@@ -1205,11 +1205,10 @@ void softmr_odp_flush(void);
 void softmr_odp_prefetch_ahead(struct softmr_mr *mr, u64 iova, u64 len,
 			       bool write);
 int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
-			bool write);
+			bool write, bool fault);
 bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,
 			  unsigned int subclass);
 bool softmr_odp_mapped_span(struct softmr_span *s, u64 iova, u64 len);
-struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova);
 void softmr_odp_span_put(struct softmr_span *s);
 
 /* softmr_stats.c: counters and restrack details */

@@ -554,20 +554,22 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
 }
 
 /**
- * softmr_odp_span_get() - fault in the ODP piece of a transfer
+ * softmr_odp_span_get() - find, and fault in, the ODP piece of a transfer
  * @s: the span; @s->mr is set by the caller
  * @iova: first byte
  * @len: in: bytes wanted; out: bytes this span covers (up to a chunk)
  * @write: the transfer writes the memory
+ * @fault: fault the pages in; false only finds the umem (the steady state,
+ *	where softmr_odp_span_lock() finds the pages mapped)
  *
- * Faults the pages in without holding any lock afterwards and takes the
- * implicit child, so that softmr_odp_span_lock() can later hold the umem
+ * Takes the implicit child and faults the pages in without holding any
+ * lock afterwards, so that softmr_odp_span_lock() can later hold the umem
  * together with another one.  Release with softmr_odp_span_put().
  *
  * Return: 0 or a negative errno (-EFAULT for memory not in the mm).
  */
 int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
-			bool write)
+			bool write, bool fault)
 {
 	struct softmr_mr *mr = s->mr;
 	u64 va = softmr_odp_va(mr, iova);
@@ -588,13 +590,15 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 	} else {
 		s->odp = mr->odp;
 	}
+	*len = n;
+	if (!fault)
+		return 0;
 	err = softmr_odp_map_and_lock(mr->sdev, s->odp, va, n, s->need, true);
 	if (err) {
 		softmr_odp_span_put(s);
 		return err;
 	}
 	mutex_unlock(&s->odp->umem_mutex);
-	*len = n;
 	return 0;
 }
 
@@ -629,19 +633,6 @@ bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,
 bool softmr_odp_mapped_span(struct softmr_span *s, u64 iova, u64 len)
 {
 	return softmr_odp_mapped(s->odp, iova + s->va_off, len, s->need);
-}
-
-/**
- * softmr_odp_span_page() - the page behind an iova of a locked span
- * @s: the span, locked
- * @iova: the byte
- *
- * Return: the page.
- */
-struct page *softmr_odp_span_page(struct softmr_span *s, u64 iova)
-{
-	lockdep_assert_held(&s->odp->umem_mutex);
-	return softmr_odp_page(s->odp, iova + s->va_off);
 }
 
 /**

@@ -7,13 +7,14 @@
  * An ODP MR's pages are valid only while its umem_mutex is held and the
  * pages are marked mapped.  Faulting takes the mm's mmap lock, and an
  * invalidation holding that lock waits for umem_mutex, so a transfer never
- * faults while it holds a umem_mutex: it faults both sides first (each
- * alone), then takes both mutexes in address order and checks that nothing
- * was invalidated in between; if something was, it drops both and faults
- * again.  A dynamic dma-buf MR's dma_resv lock is taken before either
- * (softmr_dmabuf_lock()) and held over the copy, so the exporter cannot
- * move the buffer under it.  Bounds and permissions are the caller's job
- * (softmr_mr_check()).
+ * faults while it holds a umem_mutex.  It takes both mutexes in address
+ * order and checks that every page is mapped, which in the steady state
+ * they are; when one is not, it drops both, faults each side alone, then
+ * takes both again and checks that nothing was invalidated in between; if
+ * something was, it drops both and faults again.  A dynamic dma-buf MR's
+ * dma_resv lock is taken before either (softmr_dmabuf_lock()) and held over
+ * the copy, so the exporter cannot move the buffer under it.  Bounds and
+ * permissions are the caller's job (softmr_mr_check()).
  */
 
 #include <linux/dma-direct.h>
@@ -48,8 +49,13 @@ static bool softmr_mr_is_fixed(struct softmr_mr *mr)
 	return mr->kind == SOFTMR_MR_PINNED || mr->kind == SOFTMR_MR_DM;
 }
 
+/*
+ * Start a span of @mr at @iova; an ODP MR's pages are faulted in when
+ * @fault (softmr_odp_span_get()).
+ */
 static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
-			   u32 key, int access, u64 iova, u64 *len, bool write)
+			   u32 key, int access, u64 iova, u64 *len, bool write,
+			   bool fault)
 {
 	memset(s, 0, sizeof(*s));
 	s->mr = mr;
@@ -57,7 +63,7 @@ static int softmr_span_get(struct softmr_span *s, struct softmr_mr *mr,
 	s->access = access;
 	if (!softmr_mr_is_odp(mr))
 		return 0;
-	return softmr_odp_span_get(s, iova, len, write);
+	return softmr_odp_span_get(s, iova, len, write, fault);
 }
 
 static void softmr_span_put(struct softmr_span *s)
@@ -197,8 +203,9 @@ static void softmr_spans_unlock(struct softmr_span *a, struct softmr_span *b)
  * from @iova that are contiguous there (to the page's end, or for a fast
  * registration with pages smaller than PAGE_SIZE, to its page's end).
  */
-static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
-				     unsigned int *pofs, u32 *avail)
+static __always_inline struct page *
+softmr_span_page(struct softmr_span *s, u64 iova, unsigned int *pofs,
+		 u32 *avail)
 {
 	struct softmr_mr *mr = s->mr;
 	struct page *page = NULL;
@@ -215,8 +222,9 @@ static struct page *softmr_span_page(struct softmr_span *s, u64 iova,
 		break;
 	case SOFTMR_MR_ODP:
 	case SOFTMR_MR_IMPLICIT:
+		lockdep_assert_held(&s->odp->umem_mutex);
 		*pofs = offset_in_page(iova + s->va_off);
-		page = softmr_odp_span_page(s, iova);
+		page = softmr_odp_page(s->odp, iova + s->va_off);
 		break;
 	case SOFTMR_MR_DM:
 		p = mr->dm_kaddr + (iova - mr->iova);
@@ -293,6 +301,7 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		       int saccess, u64 siova, u64 len)
 {
 	unsigned int retries = 0;
+	bool fault = false;
 
 	if (dst->kind == SOFTMR_MR_MW || src->kind == SOFTMR_MR_MW)
 		return softmr_mw_xfer(dst, dkey, daccess, diova, src, skey,
@@ -309,11 +318,11 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		int err;
 
 		err = softmr_span_get(&ss, src, skey, saccess, siova, &n,
-				      false);
+				      false, fault);
 		if (err)
 			return -EFAULT;
 		err = softmr_span_get(&ds, dst, dkey, daccess, diova, &n,
-				      true);
+				      true, fault);
 		if (err) {
 			softmr_span_put(&ss);
 			return -ENXIO;
@@ -333,6 +342,11 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		softmr_span_put(&ds);
 		softmr_span_put(&ss);
 		if (err == -EAGAIN) {
+			/* not all mapped: fault, then try again */
+			if (!fault) {
+				fault = true;
+				continue;
+			}
 			if (fatal_signal_pending(current))
 				return -EINTR;
 			if (++retries > SOFTMR_XFER_RETRIES)
@@ -341,6 +355,7 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 			continue;
 		}
 		retries = 0;
+		fault = false;
 		if (err)
 			return err;
 		siova += n;
@@ -385,7 +400,7 @@ int softmr_mr_atomic_key(struct softmr_mr *mr, u32 key, u64 iova,
 		if (retries++ > SOFTMR_XFER_RETRIES)
 			return -EFAULT;
 		err = softmr_span_get(&s, mr, key, IB_ACCESS_REMOTE_ATOMIC,
-				      iova, &n, true);
+				      iova, &n, true, true);
 		if (err)
 			return err;
 		err = softmr_dmabuf_lock(mr, NULL, &ww);
