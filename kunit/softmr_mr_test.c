@@ -896,6 +896,93 @@ static void softmr_test_odp_copy_vs_invalidate(struct kunit *test)
 	softmr_dereg_mr(&rc->mr->ibmr, NULL);
 }
 
+/*
+ * MR to MR between ODP MRs (the engine's RDMA data path): an explicit ODP
+ * source into an implicit MR's cold chunk faults both sides and makes one
+ * child, which stays; the same transfer again faults nothing (both locks
+ * taken, every page found mapped), nor does one within a single MR once
+ * its pages are mapped for it; after MADV_DONTNEED of the destination only
+ * that side faults again; memory gone from the mm is the source's
+ * (-EFAULT) or the destination's (-ENXIO) error.
+ */
+/* Four pages of an eight-page mapping within one 1 MiB transfer piece. */
+static unsigned long window(unsigned long u)
+{
+	if ((u + 4 * PAGE_SIZE - 1) / SZ_1M != u / SZ_1M)
+		return ALIGN(u, SZ_1M);
+	return u;
+}
+
+static void softmr_test_odp_xfer(struct kunit *test)
+{
+	struct mr_env *e = env(test, "softmr_kt3d");
+	size_t len = 3 * PAGE_SIZE;
+	unsigned long ms = umem(test, 8 * PAGE_SIZE, 23);
+	unsigned long md = umem(test, 8 * PAGE_SIZE, 0);
+	unsigned long us = window(ms), ud = window(md);
+	u64 faults, children, releases;
+	struct softmr_mr *src, *dst;
+	u8 *exp;
+
+	exp = kunit_kzalloc(test, len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, exp);
+	KUNIT_ASSERT_EQ(test, copy_from_user(exp, (void __user *)us + 100,
+					     len), 0);
+	/* the destination's pages are not yet in its mm at all */
+	KUNIT_ASSERT_EQ(test, softmr_kunit_dontneed(ud, 4 * PAGE_SIZE), 0);
+	src = reg_ok(test, e, us, 4 * PAGE_SIZE, us, RW | IB_ACCESS_ON_DEMAND);
+	dst = reg_ok(test, e, 0, U64_MAX, 0, RW | IB_ACCESS_ON_DEMAND);
+	KUNIT_EXPECT_EQ(test, src->kind, SOFTMR_MR_ODP);
+	KUNIT_EXPECT_EQ(test, dst->kind, SOFTMR_MR_IMPLICIT);
+
+	faults = counter(e, SOFTMR_CNT_ODP_FAULTS);
+	children = counter(e, SOFTMR_CNT_IMPLICIT_CHILDREN);
+	releases = counter(e, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(dst, ud + 50, src, us + 100, len),
+			0);
+	KUNIT_EXPECT_TRUE(test, user_equals(ud + 50, exp, len));
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_ODP_FAULTS), faults + 2);
+	softmr_odp_flush();
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_IMPLICIT_CHILDREN),
+			children + 1);
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_IMPLICIT_CHILD_RELEASES),
+			releases);
+
+	/* the steady state: nothing faults */
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(dst, ud + 50, src, us + 100, len),
+			0);
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_ODP_FAULTS), faults + 2);
+	/*
+	 * within one MR: the last page, mapped for reading so far, faults
+	 * for writing; then the same copy again faults nothing
+	 */
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(src, us + 3 * PAGE_SIZE + 200,
+					     src, us + 100, 256), 0);
+	KUNIT_EXPECT_TRUE(test, user_equals(us + 3 * PAGE_SIZE + 200, exp,
+					    256));
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_ODP_FAULTS), faults + 3);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(src, us + 3 * PAGE_SIZE + 200,
+					     src, us + 100, 256), 0);
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_ODP_FAULTS), faults + 3);
+
+	/* the destination invalidated: it alone faults, the data lands */
+	KUNIT_ASSERT_EQ(test, softmr_kunit_dontneed(ud, 4 * PAGE_SIZE), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(dst, ud + 50, src, us + 100, len),
+			0);
+	KUNIT_EXPECT_TRUE(test, user_equals(ud + 50, exp, len));
+	KUNIT_EXPECT_EQ(test, counter(e, SOFTMR_CNT_ODP_FAULTS), faults + 4);
+
+	/* gone from the mm: the side that is gone answers */
+	KUNIT_ASSERT_EQ(test, vm_munmap(md, 8 * PAGE_SIZE), 0);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(dst, ud + 50, src, us + 100, len),
+			-ENXIO);
+	KUNIT_EXPECT_EQ(test, softmr_mr_xfer(src, us + 100, dst, ud + 50, len),
+			-EFAULT);
+	KUNIT_ASSERT_EQ(test, vm_munmap(ms, 8 * PAGE_SIZE), 0);
+	softmr_dereg_mr(&dst->ibmr, NULL);
+	softmr_dereg_mr(&src->ibmr, NULL);
+}
+
 static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_pinned_copy),
 	KUNIT_CASE(softmr_test_read_only_mr),
@@ -912,6 +999,7 @@ static struct kunit_case softmr_mr_cases[] = {
 	KUNIT_CASE(softmr_test_odp_chunked),
 	KUNIT_CASE(softmr_test_dma_mr),
 	KUNIT_CASE(softmr_test_odp_copy_vs_invalidate),
+	KUNIT_CASE(softmr_test_odp_xfer),
 	{}
 };
 

@@ -560,11 +560,13 @@ static int softmr_umem_copy(struct softmr_dev *sdev, struct ib_umem_odp *odp,
  * @len: in: bytes wanted; out: bytes this span covers (up to a chunk)
  * @write: the transfer writes the memory
  * @fault: fault the pages in; false only finds the umem (the steady state,
- *	where softmr_odp_span_lock() finds the pages mapped)
+ *	where softmr_odp_span_lock() finds the pages mapped), unless it is a
+ *	child that maps nothing yet
  *
- * Takes the implicit child and faults the pages in without holding any
- * lock afterwards, so that softmr_odp_span_lock() can later hold the umem
- * together with another one.  Release with softmr_odp_span_put().
+ * Takes the implicit child and, when faulting, faults the pages in without
+ * holding any lock afterwards, so that softmr_odp_span_lock() can later
+ * hold the umem together with another one.  Release with
+ * softmr_odp_span_put().
  *
  * Return: 0 or a negative errno (-EFAULT for memory not in the mm).
  */
@@ -591,7 +593,11 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 		s->odp = mr->odp;
 	}
 	*len = n;
-	if (!fault)
+	/*
+	 * a child that maps nothing yet is faulted at once: left empty, its
+	 * put would queue its release and the fault make it again
+	 */
+	if (!fault && !(s->child && !READ_ONCE(s->odp->npages)))
 		return 0;
 	err = softmr_odp_map_and_lock(mr->sdev, s->odp, va, n, s->need, true);
 	if (err) {
@@ -603,14 +609,15 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 }
 
 /**
- * softmr_odp_span_lock() - hold a faulted span valid
+ * softmr_odp_span_lock() - hold a span valid if every page is mapped
  * @s: the span
  * @iova: first byte
  * @len: bytes
  * @subclass: lockdep subclass (the second of two umems is nested)
  *
- * Return: true with umem_mutex held when every page is still mapped; false
- * (nothing held) when an invalidation came in between: fault again.
+ * Return: true with umem_mutex held when every page is mapped; false
+ * (nothing held) when one is not (never faulted, or an invalidation came
+ * since the fault): fault, then lock again.
  */
 bool softmr_odp_span_lock(struct softmr_span *s, u64 iova, u64 len,
 			  unsigned int subclass)

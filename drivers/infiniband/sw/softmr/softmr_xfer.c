@@ -175,9 +175,10 @@ static int softmr_frmr_spans_lock(struct softmr_span *a, struct softmr_span *b)
 }
 
 /*
- * Lock what a copy between @a and @b needs: the ODP spans (faulted), then
- * the fast registrations.  Return: 0 with everything held, -EAGAIN to fault
- * again, -EFAULT or -ENXIO when @a's or @b's key was invalidated.
+ * Lock what a copy between @a and @b needs: the ODP spans (every page
+ * mapped), then the fast registrations.  Return: 0 with everything held,
+ * -EAGAIN to fault (again), -EFAULT or -ENXIO when @a's or @b's key was
+ * invalidated.
  */
 static int softmr_spans_lock(struct softmr_span *a, u64 ai,
 			     struct softmr_span *b, u64 bi, u64 n)
@@ -301,7 +302,8 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		       int saccess, u64 siova, u64 len)
 {
 	unsigned int retries = 0;
-	bool fault = false;
+	/* without a trusted map every access faults (softmr_compat.h) */
+	bool fault = !SOFTMR_ODP_TRUST_MAP;
 
 	if (dst->kind == SOFTMR_MR_MW || src->kind == SOFTMR_MR_MW)
 		return softmr_mw_xfer(dst, dkey, daccess, diova, src, skey,
@@ -331,6 +333,11 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		if (err) {
 			softmr_span_put(&ds);
 			softmr_span_put(&ss);
+			/* an ODP side that cannot be faulted answers first */
+			if (!fault) {
+				fault = true;
+				continue;
+			}
 			return src->kind == SOFTMR_MR_DMABUF ? -EFAULT : -ENXIO;
 		}
 		err = softmr_spans_lock(&ss, siova, &ds, diova, n);
@@ -342,20 +349,20 @@ int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,
 		softmr_span_put(&ds);
 		softmr_span_put(&ss);
 		if (err == -EAGAIN) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
 			/* not all mapped: fault, then try again */
 			if (!fault) {
 				fault = true;
 				continue;
 			}
-			if (fatal_signal_pending(current))
-				return -EINTR;
 			if (++retries > SOFTMR_XFER_RETRIES)
 				return softmr_mr_is_odp(src) ? -EFAULT : -ENXIO;
 			cond_resched();
 			continue;
 		}
 		retries = 0;
-		fault = false;
+		fault = !SOFTMR_ODP_TRUST_MAP;
 		if (err)
 			return err;
 		siova += n;
