@@ -597,7 +597,7 @@ int softmr_odp_span_get(struct softmr_span *s, u64 iova, u64 *len,
 	 * a child that maps nothing yet is faulted at once: left empty, its
 	 * put would queue its release and the fault make it again
 	 */
-	if (!fault && !(s->child && !READ_ONCE(s->odp->npages)))
+	if (!fault && (!s->child || READ_ONCE(s->odp->npages)))
 		return 0;
 	err = softmr_odp_map_and_lock(mr->sdev, s->odp, va, n, s->need, true);
 	if (err) {
