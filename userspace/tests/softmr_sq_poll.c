@@ -182,6 +182,12 @@ static void *post_loop(void *arg)
 	return NULL;
 }
 
+/* Nanoseconds from @a to @b (CLOCK_MONOTONIC readings). */
+static long ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000000000L + b->tv_nsec - a->tv_nsec;
+}
+
 /* Completions of a stream_through() run, by status. */
 struct stream_counts {
 	long done, ok, retry, flushed, other;
@@ -229,8 +235,7 @@ static bool stream_through(struct poster *p, struct stream_counts *c,
 		}
 		/* after the event, posts go on until one is flushed (or 5 s) */
 		if (turned && !p->stop &&
-		    (c->flushed || (t.tv_sec - t0.tv_sec) * 1000000000L +
-				   t.tv_nsec - t0.tv_nsec >= 5000000000L))
+		    (c->flushed || ns_between(&t0, &t) >= 5000000000L))
 			p->stop = 1;
 		if (p->stop == 1) {
 			pthread_join(th, NULL);
@@ -366,8 +371,7 @@ static void test_partner_destroyed_after(struct ibv_mr *mr, uint8_t *buf)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	b.qp = NULL;
 	CHECK(!err, "the partner destroyed in %ld us",
-	      ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
-	       t0.tv_nsec) / 1000);
+	      ns_between(&t0, &t) / 1000);
 out:
 	free_end(&a);
 	free_end(&b);
@@ -404,8 +408,7 @@ static void partner_go(void *arg)
 		pt->b->qp = NULL;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &gone);
-	pt->gone_ns = (gone.tv_sec - t.tv_sec) * 1000000000L +
-		      gone.tv_nsec - t.tv_nsec;
+	pt->gone_ns = ns_between(&t, &gone);
 	/* a write under way may end; none may start */
 	usleep(50000);
 	memset(pt->buf + BUF / 2, 0, MSG);
@@ -497,8 +500,7 @@ static void test_destroy_while_polled(struct ibv_mr *mr, uint8_t *buf)
 			bad++;
 		a.qp = NULL;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000000000L +
-		    (t.tv_nsec - t0.tv_nsec) > 500000000L)
+		if (ns_between(&t0, &t) > 500000000L)
 			slow++;
 		free_end(&a);
 		free_end(&b);
@@ -525,8 +527,7 @@ static bool watched_soon(struct softmr_qp *sq)
 		if (__atomic_load_n(&sq->sq.hdr->sq_polled, __ATOMIC_SEQ_CST))
 			return true;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
-		 t0.tv_nsec < 150000);
+	} while (ns_between(&t0, &t) < 150000);
 	return false;
 }
 
