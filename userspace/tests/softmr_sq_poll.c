@@ -789,6 +789,166 @@ out:
 		munmap(bbuf, 2 * big);
 }
 
+/* The fast lane's cases: what the seventh WQE of the chain does. */
+enum fast_case { FAST_REMOTE_PAST, FAST_LOCAL_PAST, FAST_INLINE };
+
+/*
+ * One chain of eight 64-byte signaled RDMA WRITEs from @fb's first page
+ * (MR @lmr) to its second (MR @rmr), posted while the poller watches:
+ * six in range, then the case's WQE, then one more.  Returns the WRITEs
+ * the fast lane ran (sq_fast_writes), or -1 when no chain was taken by a
+ * watching poller; the statuses go to @st, in order.
+ */
+static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
+		       uint8_t *fb, enum fast_case c, enum ibv_wc_status *st)
+{
+	struct softmr_qp *sq = to_sqp(a->qp);
+	uint8_t inl[64];
+	struct ibv_sge sg[8];
+	struct ibv_send_wr wr[8];
+	struct ibv_wc wc;
+	long long f0;
+	int i;
+
+	memset(inl, 0x5a, sizeof(inl));
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 8; i++) {
+		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
+					   lmr->lkey };
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)fb + 4096 + i * 64;
+		wr[i].wr.rdma.rkey = rmr->rkey;
+		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
+	}
+	switch (c) {
+	case FAST_REMOTE_PAST:	/* 32 bytes past rmr's end, same page */
+		wr[6].wr.rdma.remote_addr = (uintptr_t)fb + 4096 + 2048 - 32;
+		break;
+	case FAST_LOCAL_PAST:	/* 32 bytes past lmr's end, same page */
+		sg[6].addr = (uintptr_t)fb + 2048 - 32;
+		break;
+	case FAST_INLINE:
+		sg[6].addr = (uintptr_t)inl;
+		wr[6].send_flags |= IBV_SEND_INLINE;
+		break;
+	}
+	f0 = st_counter(dev, "sq_fast_writes");
+	/* a write through the doorbell starts the poller */
+	if (post(a->qp, &wr[7]) || wait_wc(a->cq, &wc) ||
+	    wc.status != IBV_WC_SUCCESS)
+		return -1;
+	for (i = 0; i < 20 && !watched_soon(sq); i++)
+		;	/* 3 ms at most: a debug kernel starts it slowly */
+	if (i == 20)
+		return -1;
+	memset(fb + 4096, 0, 4096);
+	wr[7].next = NULL;
+	if (post(a->qp, &wr[0]))
+		return -1;
+	for (i = 0; i < 8; i++) {
+		if (wait_wc(a->cq, &wc) || wc.wr_id != (uint64_t)i)
+			return -1;
+		st[i] = wc.status;
+	}
+	return st_counter(dev, "sq_fast_writes") - f0;
+}
+
+/*
+ * The poller's fast lane (small RDMA WRITEs between pinned MRs through
+ * the keys and partner its run holds) checks every WQE again: a write
+ * that reaches past the remote MR's end, or reads past the local MR's
+ * end, within the same page as in-range writes just before it through
+ * the same keys, fails as it would alone; the WQE after it is flushed and
+ * lands nowhere.  An inline write lands.
+ */
+static void test_fast_lane(void)
+{
+	static const char *const name[] = { "remote past its MR",
+					    "local past its MR", "inline" };
+	static const enum ibv_wc_status want[] = { IBV_WC_REM_ACCESS_ERR,
+						   IBV_WC_LOC_PROT_ERR,
+						   IBV_WC_SUCCESS };
+	struct ibv_mr *lmr = NULL, *rmr = NULL;
+	uint8_t *fb;
+	int c;
+
+	printf("-- the fast lane checks each WQE\n");
+	/* the longest watch: the chain comes after a completion's wait */
+	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	fb = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fb == MAP_FAILED) {
+		CHECK(0, "buffer");
+		return;
+	}
+	fill(fb, 4096, 5);
+	lmr = ibv_reg_mr(pd, fb, 2048, IBV_ACCESS_LOCAL_WRITE);
+	rmr = ibv_reg_mr(pd, fb + 4096, 2048, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE);
+	CHECK(lmr && rmr, "the two MRs");
+	for (c = FAST_REMOTE_PAST; lmr && rmr && c <= FAST_INLINE; c++) {
+		enum ibv_wc_status st[8];
+		struct end a = {}, b = {};
+		long fast = -1;
+		uint8_t *dst = fb + 4096;
+		int tries, i, ok = 1;
+
+		for (tries = 0; tries < 20 && fast <= 0; tries++) {
+			if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE, 7)) {
+				CHECK(0, "RC pair");
+				break;
+			}
+			fast = fast_chain(&a, lmr, rmr, fb, c, st);
+			free_end(&a);
+			free_end(&b);
+			if (fast <= 0)
+				usleep(6000);	/* past a poller's backoff */
+		}
+		if (fast <= 0) {
+			SKIP("%s: no chain ran on the fast lane (busy host)",
+			     name[c]);
+			continue;
+		}
+		printf("%s: %ld of the chain on the fast lane\n", name[c],
+		       fast);
+		for (i = 0; i < 6; i++)
+			ok &= st[i] == IBV_WC_SUCCESS;
+		CHECK(ok && st[6] == want[c] &&
+		      st[7] == (c == FAST_INLINE ? IBV_WC_SUCCESS :
+				IBV_WC_WR_FLUSH_ERR),
+		      "%s: %ld on the fast lane, statuses %d..%d, then %s and %s",
+		      name[c], fast, st[0], st[5],
+		      ibv_wc_status_str(st[6]), ibv_wc_status_str(st[7]));
+		CHECK(!memcmp(dst, fb, 6 * 64), "%s: six writes landed",
+		      name[c]);
+		if (c == FAST_INLINE) {
+			uint8_t inl[64];
+
+			memset(inl, 0x5a, sizeof(inl));
+			CHECK(!memcmp(dst + 6 * 64, inl, 64) &&
+			      !memcmp(dst + 7 * 64, fb + 7 * 64, 64),
+			      "inline: the inline data and the last write landed");
+		} else {
+			for (i = 6 * 64; i < 4096 && !dst[i]; i++)
+				;
+			CHECK(i == 4096,
+			      "%s: nothing written after the sixth (byte %d)",
+			      name[c], i);
+		}
+	}
+	if (lmr)
+		ibv_dereg_mr(lmr);
+	if (rmr)
+		ibv_dereg_mr(rmr);
+	munmap(fb, 2 * 4096);
+	CHECK(!write_long(PARAM, 200), "sq_poll_usecs=200 again");
+}
+
 /* Large writes among small ones through ibv_post_send: all complete. */
 static void test_mixed_sizes(struct ibv_mr *mr, uint8_t *buf)
 {
@@ -907,6 +1067,7 @@ int main(int argc, char **argv)
 		printf("%ld posts rang %ld doorbells\n", posts, db);
 		test_large_wqe(mr, buf);
 		test_mixed_sizes(mr, buf);
+		test_fast_lane();
 		test_ring_full_stream(mr, buf);
 		test_error_while_posting(mr, buf);
 		test_destroy_while_polled(mr, buf);

@@ -107,6 +107,7 @@ enum softmr_counter {
 	SOFTMR_CNT_WIRE_DUP_REQUESTS,
 	SOFTMR_CNT_SQ_POLLS,
 	SOFTMR_CNT_SEND_DOORBELLS,
+	SOFTMR_CNT_SQ_FAST_WRITES,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -1119,6 +1120,59 @@ bool softmr_wire_conn_sqd(struct softmr_qp *qp);
 void softmr_wire_conn_resume(struct softmr_qp *qp);
 int softmr_wire_conn_rx(struct softmr_dev *sdev, struct sk_buff *skb,
 			const struct softmr_pkt *pkt);
+
+/**
+ * softmr_key_cache_live() - may a key cache's entry still answer @key?
+ * @mr: the entry, held by the cache
+ * @key: the key it was kept for
+ *
+ * Return: it still has the key (a fast registration's may have changed,
+ * a window's been invalidated) and its dereg has not started.
+ */
+static inline bool softmr_key_cache_live(struct softmr_mr *mr, u32 key)
+{
+	/* acquire: a fast registration's fields before its key */
+	return key && smp_load_acquire(&mr->key) == key &&
+	       !READ_ONCE(mr->unpublished);
+}
+
+/**
+ * softmr_fixed_page() - the page behind @iova of a pinned or DM MR
+ * @mr: the MR, referenced: its pages stay while it is (a new translation
+ *	is a new MR)
+ * @iova: the byte, within the MR (softmr_mr_check())
+ * @pofs: set to @iova's offset in the page
+ *
+ * Return: the page, or NULL for an MR of another kind.
+ */
+static __always_inline struct page *
+softmr_fixed_page(const struct softmr_mr *mr, u64 iova, unsigned int *pofs)
+{
+	u64 off;
+	void *p;
+
+	switch (mr->kind) {
+	case SOFTMR_MR_PINNED:
+		off = iova - mr->iova + mr->page_offset;
+		*pofs = off & ~PAGE_MASK;
+		return mr->pages[off >> PAGE_SHIFT];
+	case SOFTMR_MR_DM:	/* dm_mem: alloc_pages_exact(), lowmem */
+		p = mr->dm_kaddr + (iova - mr->iova);
+		*pofs = offset_in_page(p);
+		return virt_to_page(p);
+	default:
+		return NULL;
+	}
+}
+
+/* softmr_sq_fast.c: the polled run's fast lane */
+/* softmr_sq_fast_write(): not for the fast lane, run the WQE the usual way */
+#define SOFTMR_SLOW		(-4)
+int softmr_sq_fast_write(struct softmr_qp *qp,
+			 const struct softmr_send_wqe *wqe,
+			 struct softmr_req *req);
+bool softmr_conn_cache_holds(const struct softmr_conn_cache *c,
+			     struct softmr_qp *peer);
 
 /* softmr_xfer.c: MR to MR copies and atomics */
 int softmr_mr_xfer_key(struct softmr_mr *dst, u32 dkey, int daccess,

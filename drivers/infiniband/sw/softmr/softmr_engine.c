@@ -81,7 +81,8 @@ void softmr_sgl_release(struct softmr_sgl *sgl)
 /*
  * Look up and check the SGEs of a WQE: every key must name an MR of @pd on
  * @sdev that allows @access over the SGE's range.  Through the key cache
- * @kc, or none when NULL (softmr_key_cache_get()).
+ * @kc, or none when NULL (softmr_key_cache_get()).  The fast lane
+ * (softmr_sq_fast.c) makes the same checks.
  */
 enum ib_wc_status softmr_sgl_resolve(struct softmr_dev *sdev,
 				     struct ib_pd *pd,
@@ -815,7 +816,8 @@ static enum ib_wc_status softmr_wire_send_ud(struct softmr_req *req, u32 qkey,
  *
  * An MR or a bound window (type 2: bound to @qp) of @qp's PD, @qp allowing
  * @access, over [@addr, @addr + @len).  Serves the local transport and
- * the wire's responder.
+ * the wire's responder.  The fast lane (softmr_sq_fast.c) makes the same
+ * checks.
  *
  * Return: the MR, referenced (softmr_mr_put()), or NULL.
  */
@@ -1030,7 +1032,10 @@ static bool softmr_opcode_local(u32 opcode)
 	       opcode == IB_WR_BIND_MW;
 }
 
-/* Validate the WQE copy and resolve its local SGEs. */
+/*
+ * Validate the WQE copy and resolve its local SGEs.  (The fast lane,
+ * softmr_sq_fast.c, repeats the checks for the WQEs it takes.)
+ */
 static enum ib_wc_status softmr_req_prepare(struct softmr_req *req)
 {
 	struct softmr_send_wqe *wqe = req->wqe;
@@ -1127,8 +1132,8 @@ static bool softmr_peer_is_partner(struct softmr_req *req,
  * the same object (serials are never reused), not gone to the wire,
  * receiving, and not being destroyed.
  */
-static bool softmr_conn_cache_holds(const struct softmr_conn_cache *c,
-				    struct softmr_qp *peer)
+bool softmr_conn_cache_holds(const struct softmr_conn_cache *c,
+			     struct softmr_qp *peer)
 {
 	return peer->serial == c->peer_serial &&
 	       READ_ONCE(peer->conn_gen) == c->peer_gen &&
@@ -1147,7 +1152,8 @@ static void softmr_conn_cache_release(struct softmr_conn_cache *c)
 /*
  * The partner checked last time, if it still is (softmr_conn_cache_holds()):
  * the one @req's run holds, lent to the WQE, or the one found by number,
- * with a reference of the WQE's own.  NULL: check anew.
+ * with a reference of the WQE's own.  NULL: check anew.  The fast lane
+ * (softmr_sq_fast.c) checks the held one likewise.
  */
 static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
 {
@@ -1417,6 +1423,11 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	req->peer = NULL;
 	req->len = 0;
 	req->local.num = 0;
+	if (req->key_caches) {
+		st = softmr_sq_fast_write(qp, wqe, req);
+		if (st != SOFTMR_SLOW)
+			return st;
+	}
 	st = softmr_req_prepare(req);
 	/*
 	 * On the wire, WQEs complete in order: what completes here and now

@@ -229,9 +229,8 @@ struct softmr_mr *softmr_key_cache_get(struct softmr_key_cache *kc,
 	struct softmr_mr *mr = kc ? kc->mr : NULL;
 	bool same = mr && kc->key == key && kc->sdev == sdev;
 
-	/* acquire: a fast registration's fields before its key */
-	if (same && key && smp_load_acquire(&mr->key) == key &&
-	    !READ_ONCE(mr->unpublished) &&
+	/* the fast lane checks a hit likewise (softmr_sq_fast.c) */
+	if (same && softmr_key_cache_live(mr, key) &&
 	    (window || mr->kind != SOFTMR_MR_MW)) {
 		refcount_inc(&mr->users);	/* the cache holds one */
 		return mr;

@@ -211,26 +211,18 @@ softmr_span_page(struct softmr_span *s, u64 iova, unsigned int *pofs,
 	struct softmr_mr *mr = s->mr;
 	struct page *page = NULL;
 	phys_addr_t phys;
-	u64 off;
-	void *p;
 
 	*avail = 0;
 	switch (mr->kind) {
 	case SOFTMR_MR_PINNED:
-		off = iova - mr->iova + mr->page_offset;
-		*pofs = off & ~PAGE_MASK;
-		page = mr->pages[off >> PAGE_SHIFT];
+	case SOFTMR_MR_DM:
+		page = softmr_fixed_page(mr, iova, pofs);
 		break;
 	case SOFTMR_MR_ODP:
 	case SOFTMR_MR_IMPLICIT:
 		lockdep_assert_held(&s->odp->umem_mutex);
 		*pofs = offset_in_page(iova + s->va_off);
 		page = softmr_odp_page(s->odp, iova + s->va_off);
-		break;
-	case SOFTMR_MR_DM:
-		p = mr->dm_kaddr + (iova - mr->iova);
-		*pofs = offset_in_page(p);
-		page = virt_to_page(p);
 		break;
 	case SOFTMR_MR_DMABUF:
 		page = softmr_dmabuf_page(mr, iova, pofs);

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The fast lane of a polled run (softmr_sq_process_budget() with key
+ * caches): a small RDMA WRITE between pinned or DM MRs, to the partner
+ * the run holds, through the keys the run's caches hold, is checked and
+ * copied here in one go, without the general path's SG lists, cursor,
+ * spans and the reference each of those takes and drops per WQE.
+ *
+ * The lane only reads what the general path left: it takes nothing and
+ * keeps nothing.  The caches' own references (struct softmr_key_cache,
+ * struct softmr_conn_cache) keep the MRs and the partner alive over the
+ * copy; only the run that owns them changes them, and it is here.  Every
+ * check the general path makes for such a WQE is made again on each WQE,
+ * from the WQE's copy: opcode, flags, lengths, each key still the MR's
+ * and its dereg not begun, PD, range and access of both MRs (rereg may
+ * change PD and access in place), the partner still the checked one and
+ * its qp_access_flags.  When anything differs, or the WQE is of another
+ * shape, the lane says SOFTMR_SLOW before it has changed anything, and
+ * the general path runs the WQE from the start, with its own errors.
+ * A check added to the general path for such a WQE (softmr_req_prepare(),
+ * softmr_sgl_resolve(), softmr_key_cache_get(), softmr_rkey_lookup(),
+ * softmr_req_cached_peer()) belongs here too; they point here.
+ *
+ * The lane runs wherever a run has key caches: the poller's runs and the
+ * engine worker's runs of user QPs (softmr_sq_process_budget()).
+ */
+
+#include <linux/highmem.h>
+
+#include "softmr.h"
+
+/*
+ * Does the entry @kc holds answer @key on @sdev, as a pinned or DM MR of
+ * @pd that allows @access over [@iova, @iova + @len)?  The same checks as
+ * softmr_key_cache_get() and its callers, for the kinds whose pages stay.
+ */
+static bool softmr_fast_key(const struct softmr_key_cache *kc,
+			    struct softmr_dev *sdev, u32 key, struct ib_pd *pd,
+			    u64 iova, u32 len, int access)
+{
+	struct softmr_mr *mr = kc->mr;
+
+	return mr && kc->key == key && kc->sdev == sdev &&
+	       (mr->kind == SOFTMR_MR_PINNED || mr->kind == SOFTMR_MR_DM) &&
+	       softmr_key_cache_live(mr, key) &&
+	       READ_ONCE(mr->ibmr.pd) == pd &&
+	       !softmr_mr_check(mr, iova, len, access);
+}
+
+/* The partner @req's run holds for @qp, if it still is the checked one. */
+static struct softmr_qp *softmr_fast_peer(struct softmr_qp *qp,
+					  const struct softmr_req *req)
+{
+	const struct softmr_conn_cache *c = &req->conn;
+	struct softmr_qp *peer = c->held;
+
+	if (!peer || !c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen ||
+	    !softmr_conn_cache_holds(c, peer))
+		return NULL;
+	return peer;
+}
+
+/**
+ * softmr_sq_fast_write() - run a small RDMA WRITE on the fast lane
+ * @qp: the requester, a user RC or UC QP in a polled run (sq.lock held)
+ * @wqe: the WQE's copy
+ * @req: the run, with its key caches and held partner
+ *
+ * Takes an RDMA WRITE without fence or solicited bit whose data, inline
+ * or in one SGE, lies within one page of the source and lands within one
+ * page of the destination, when the run's caches hold its lkey, its rkey
+ * and its partner.
+ *
+ * Return: IB_WC_SUCCESS, the data written and @req->len set; or
+ * SOFTMR_SLOW, nothing done.
+ */
+int softmr_sq_fast_write(struct softmr_qp *qp,
+			 const struct softmr_send_wqe *wqe,
+			 struct softmr_req *req)
+{
+	u64 raddr = wqe->wr.rdma.remote_addr;
+	u32 rkey = wqe->wr.rdma.rkey;
+	unsigned int sofs = 0, dofs;
+	struct page *spage = NULL, *dpage;
+	struct softmr_qp *peer;
+	const void *inl = NULL;
+	void *src, *dst;
+	u32 len;
+
+	if (wqe->opcode != IB_WR_RDMA_WRITE ||
+	    (wqe->flags & ~(SOFTMR_SEND_SIGNALED | SOFTMR_SEND_INLINE)) ||
+	    (qp->ibqp.qp_type != IB_QPT_RC && qp->ibqp.qp_type != IB_QPT_UC) ||
+	    READ_ONCE(qp->wire_on))
+		return SOFTMR_SLOW;
+
+	if (wqe->flags & SOFTMR_SEND_INLINE) {
+		if (wqe->num_sge > qp->max_inline)
+			return SOFTMR_SLOW;
+		len = wqe->num_sge;
+		inl = wqe->sge;
+	} else {
+		const struct softmr_sge *sge = &wqe->sge[0];
+
+		if (wqe->num_sge != 1 || qp->sq.max_sge < 1)
+			return SOFTMR_SLOW;
+		len = sge->length;
+		if (!len || len > PAGE_SIZE ||
+		    !softmr_fast_key(&req->lkeys, qp->sdev, sge->lkey,
+				     qp->ibqp.pd, sge->addr, len, 0))
+			return SOFTMR_SLOW;
+		spage = softmr_fixed_page(req->lkeys.mr, sge->addr, &sofs);
+		if (!spage || (size_t)sofs + len > PAGE_SIZE)
+			return SOFTMR_SLOW;
+	}
+	/* a zero-length WRITE looks no rkey up: the general path's case */
+	if (!len || len > PAGE_SIZE)
+		return SOFTMR_SLOW;
+
+	peer = softmr_fast_peer(qp, req);
+	if (!peer ||
+	    !(READ_ONCE(peer->attr.qp_access_flags) & IB_ACCESS_REMOTE_WRITE) ||
+	    !softmr_fast_key(&req->rkeys, peer->sdev, rkey, peer->ibqp.pd,
+			     raddr, len, IB_ACCESS_REMOTE_WRITE))
+		return SOFTMR_SLOW;
+	dpage = softmr_fixed_page(req->rkeys.mr, raddr, &dofs);
+	if (!dpage || (size_t)dofs + len > PAGE_SIZE)
+		return SOFTMR_SLOW;
+
+	dst = kmap_local_page(dpage);
+	if (inl) {
+		memcpy(dst + dofs, inl, len);
+	} else {
+		src = kmap_local_page(spage);
+		memcpy(dst + dofs, src + sofs, len);
+		kunmap_local(src);
+	}
+	kunmap_local(dst);
+	softmr_count(qp->sdev, SOFTMR_CNT_SQ_FAST_WRITES, 1);
+	req->len = len;
+	return IB_WC_SUCCESS;
+}
