@@ -791,6 +791,8 @@ out:
 
 /* The fast lane's cases: what the seventh WQE of the chain does. */
 enum fast_case { FAST_REMOTE_PAST, FAST_LOCAL_PAST, FAST_INLINE };
+/* FAST_INLINE's 64 bytes */
+#define FAST_INLINE_BYTE	0x5a
 
 /*
  * One chain of eight 64-byte signaled RDMA WRITEs from @fb's first page
@@ -810,7 +812,7 @@ static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
 	long long f0;
 	int i;
 
-	memset(inl, 0x5a, sizeof(inl));
+	memset(inl, FAST_INLINE_BYTE, sizeof(inl));
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < 8; i++) {
 		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
@@ -846,7 +848,6 @@ static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
 	if (i == 20)
 		return -1;
 	memset(fb + 4096, 0, 4096);
-	wr[7].next = NULL;
 	if (post(a->qp, &wr[0]))
 		return -1;
 	for (i = 0; i < 8; i++) {
@@ -873,6 +874,7 @@ static void test_fast_lane(void)
 						   IBV_WC_LOC_PROT_ERR,
 						   IBV_WC_SUCCESS };
 	struct ibv_mr *lmr = NULL, *rmr = NULL;
+	long usecs = read_long(PARAM);
 	uint8_t *fb;
 	int c;
 
@@ -883,7 +885,7 @@ static void test_fast_lane(void)
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fb == MAP_FAILED) {
 		CHECK(0, "buffer");
-		return;
+		goto out;
 	}
 	fill(fb, 4096, 5);
 	lmr = ibv_reg_mr(pd, fb, 2048, IBV_ACCESS_LOCAL_WRITE);
@@ -929,7 +931,7 @@ static void test_fast_lane(void)
 		if (c == FAST_INLINE) {
 			uint8_t inl[64];
 
-			memset(inl, 0x5a, sizeof(inl));
+			memset(inl, FAST_INLINE_BYTE, sizeof(inl));
 			CHECK(!memcmp(dst + 6 * 64, inl, 64) &&
 			      !memcmp(dst + 7 * 64, fb + 7 * 64, 64),
 			      "inline: the inline data and the last write landed");
@@ -946,7 +948,8 @@ static void test_fast_lane(void)
 	if (rmr)
 		ibv_dereg_mr(rmr);
 	munmap(fb, 2 * 4096);
-	CHECK(!write_long(PARAM, 200), "sq_poll_usecs=200 again");
+out:
+	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
 /* Large writes among small ones through ibv_post_send: all complete. */

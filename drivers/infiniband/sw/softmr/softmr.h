@@ -1165,6 +1165,20 @@ softmr_fixed_page(const struct softmr_mr *mr, u64 iova, unsigned int *pofs)
 	}
 }
 
+/**
+ * softmr_conn_cache_current() - does @c still stand for @qp's connection?
+ * @c: the requester's partner cache
+ * @qp: the requester
+ *
+ * Return: a partner was checked and @qp was not connected anew since (its
+ * conn_gen unchanged); the partner itself is softmr_conn_cache_holds()'.
+ */
+static inline bool softmr_conn_cache_current(const struct softmr_conn_cache *c,
+					     struct softmr_qp *qp)
+{
+	return c->peer_serial && READ_ONCE(qp->conn_gen) == c->gen;
+}
+
 /* softmr_sq_fast.c: the polled run's fast lane */
 /* softmr_sq_fast_write(): not for the fast lane, run the WQE the usual way */
 #define SOFTMR_SLOW		(-4)

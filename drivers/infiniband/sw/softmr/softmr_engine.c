@@ -1161,7 +1161,7 @@ static struct softmr_qp *softmr_req_cached_peer(struct softmr_req *req)
 	struct softmr_qp *qp = req->qp;
 	struct softmr_qp *peer;
 
-	if (!c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen) {
+	if (!softmr_conn_cache_current(c, qp)) {
 		softmr_conn_cache_release(c);
 		return NULL;
 	}

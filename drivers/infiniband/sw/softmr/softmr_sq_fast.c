@@ -54,7 +54,7 @@ static struct softmr_qp *softmr_fast_peer(struct softmr_qp *qp,
 	const struct softmr_conn_cache *c = &req->conn;
 	struct softmr_qp *peer = c->held;
 
-	if (!peer || !c->peer_serial || READ_ONCE(qp->conn_gen) != c->gen ||
+	if (!peer || !softmr_conn_cache_current(c, qp) ||
 	    !softmr_conn_cache_holds(c, peer))
 		return NULL;
 	return peer;
@@ -93,8 +93,9 @@ int softmr_sq_fast_write(struct softmr_qp *qp,
 	    READ_ONCE(qp->wire_on))
 		return SOFTMR_SLOW;
 
+	/* a zero-length WRITE looks no rkey up: left to the general path */
 	if (wqe->flags & SOFTMR_SEND_INLINE) {
-		if (wqe->num_sge > qp->max_inline)
+		if (!wqe->num_sge || wqe->num_sge > qp->max_inline)
 			return SOFTMR_SLOW;
 		len = wqe->num_sge;
 		inl = wqe->sge;
@@ -112,9 +113,6 @@ int softmr_sq_fast_write(struct softmr_qp *qp,
 		if (!spage || (size_t)sofs + len > PAGE_SIZE)
 			return SOFTMR_SLOW;
 	}
-	/* a zero-length WRITE looks no rkey up: the general path's case */
-	if (!len || len > PAGE_SIZE)
-		return SOFTMR_SLOW;
 
 	peer = softmr_fast_peer(qp, req);
 	if (!peer ||
