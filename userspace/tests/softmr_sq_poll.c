@@ -8,7 +8,9 @@
  * destroyed while its poller runs goes at once, and so does the partner
  * of a QP whose poller writes to it; a WQE above
  * SOFTMR_SQ_POLL_MAX_BYTES written into the ring without a doorbell is not
- * run by the poller, but by the doorbell (the provider rings for those).
+ * run by the poller, but by the doorbell (the provider rings for those);
+ * QPs of one context share its poller, and go at once when destroyed
+ * while it watches them.
  *
  * usage: softmr_sq_poll DEV   (root: it sets the module parameter)
  */
@@ -608,6 +610,242 @@ out:
 	free_end(&b);
 }
 
+#define NQ	3	/* QPs of one context in the shared poller tests */
+
+/*
+ * @nmsg RDMA WRITEs of MSG bytes from each of @nq QPs @a, posted in turn,
+ * each QP to its own part of @mr's destination half, at most DEPTH
+ * outstanding per QP, each signaled: each QP's completions in order,
+ * success, and every message written.  Returns the posts made, or -1.
+ */
+static long write_streams(struct end *a, int nq, struct ibv_mr *mr,
+			  uint8_t *buf, long nmsg)
+{
+	size_t part = BUF / 2 / nq, len = (size_t)nmsg * MSG;
+	uint8_t *src = buf, *dst = buf + BUF / 2;
+	long posted[NQ] = {}, done[NQ] = {}, all = 0, bad = 0;
+	struct timespec seen, t;
+	struct ibv_wc wc[16];
+	int q, i, n, same = 1;
+
+	if (len > part)
+		len = part;
+	memset(dst, 0, BUF / 2);
+	fill(src, BUF / 2, 5);
+	clock_gettime(CLOCK_MONOTONIC, &seen);
+	while (all < nmsg * nq && !bad) {
+		for (q = 0; q < nq; q++) {
+			if (posted[q] < nmsg && posted[q] - done[q] < DEPTH) {
+				size_t off = q * part +
+					     (size_t)posted[q] * MSG % part;
+				struct ibv_sge sg = {
+					.addr = (uintptr_t)(src + off),
+					.length = MSG, .lkey = mr->lkey,
+				};
+				struct ibv_send_wr wr = {
+					.wr_id = posted[q], .sg_list = &sg,
+					.num_sge = 1,
+					.opcode = IBV_WR_RDMA_WRITE,
+					.send_flags = IBV_SEND_SIGNALED,
+					.wr.rdma = {
+						.remote_addr =
+							(uintptr_t)(dst + off),
+						.rkey = mr->rkey },
+				};
+
+				if (post(a[q].qp, &wr))
+					return -1;
+				posted[q]++;
+			}
+			n = ibv_poll_cq(a[q].cq, 16, wc);
+			if (n < 0)
+				return -1;
+			if (n)
+				clock_gettime(CLOCK_MONOTONIC, &seen);
+			for (i = 0; i < n; i++, done[q]++, all++)
+				if (wc[i].status != IBV_WC_SUCCESS ||
+				    wc[i].wr_id != (uint64_t)done[q])
+					bad++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		/* a WQE nobody runs: neither poller nor doorbell saw it */
+		if (t.tv_sec - seen.tv_sec > 5) {
+			CHECK(0, "no completion for 5 s: %ld completed", all);
+			return -1;
+		}
+	}
+	CHECK(!bad, "%ld completions out of order or in error", bad);
+	for (q = 0; q < nq; q++)
+		same &= !memcmp(src + q * part, dst + q * part, len);
+	CHECK(same, "every message of every QP written");
+	return bad || !same ? -1 : all;
+}
+
+/*
+ * QPs of one context share its poller: a QP whose doorbell finds the
+ * context's poller running joins it (sq_poll_joins), and the streams of
+ * NQ QPs posted in turn ring fewer doorbells than one QP's posts (with a
+ * poller that watches one QP, the others ring for each post: 2/3 of all).
+ */
+static void test_shared_poller(struct ibv_mr *mr, uint8_t *buf)
+{
+	struct end a[NQ] = {}, b[NQ] = {};
+	long posts = 0, db = 0, joins = 0;
+	int q, round;
+
+	printf("-- QPs of one context share its poller\n");
+	for (q = 0; q < NQ; q++)
+		if (make_rc_pair(&a[q], &b[q], IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE, 7)) {
+			CHECK(0, "RC pairs");
+			goto out;
+		}
+	CHECK(st_counter(dev, "sq_poll_joins") >= 0, "counter sq_poll_joins");
+	/* as the one-QP stream: the poller needs an idle CPU */
+	for (round = 0; round < 10; round++) {
+		long d0 = st_counter(dev, "send_doorbells");
+		long j0 = st_counter(dev, "sq_poll_joins");
+
+		posts = write_streams(a, NQ, mr, buf, NMSG / NQ);
+		db = st_counter(dev, "send_doorbells") - d0;
+		joins = st_counter(dev, "sq_poll_joins") - j0;
+		if (posts < 0 || (joins > 0 && db < posts / NQ))
+			break;
+	}
+	CHECK(posts == NMSG / NQ * NQ && joins > 0 && db < posts / NQ,
+	      "%d QPs: %ld posts, %ld doorbells, %ld joins", NQ, posts, db,
+	      joins);
+	printf("%d QPs: %ld posts rang %ld doorbells, %ld joins\n", NQ, posts,
+	       db, joins);
+out:
+	for (q = 0; q < NQ; q++) {
+		free_end(&a[q]);
+		free_end(&b[q]);
+	}
+}
+
+/* Post @n signaled writes of MSG bytes on @qp, ids from @id. */
+static int post_writes(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf,
+		       int n, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = MSG,
+				      .lkey = mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = id + i, .sg_list = &sg, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)buf + BUF / 2,
+				     .rkey = mr->rkey },
+		};
+
+		if (post(qp, &wr))
+			return -1;
+	}
+	return 0;
+}
+
+/* The next @n completions of @cq: success, ids @id on (5 s at most). */
+static bool completes(struct ibv_cq *cq, int n, uint64_t id)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		int r = ibv_poll_cq(cq, 1, &wc);
+
+		if (r < 0)
+			return false;
+		if (r) {
+			if (wc.status != IBV_WC_SUCCESS ||
+			    wc.wr_id != id + got)
+				return false;
+			got++;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (ns_between(&t0, &t) > 5000000000L)
+			return false;
+	}
+	return true;
+}
+
+/* Destroy @*qp (set to NULL); true when it took at most 0.5 s. */
+static bool destroyed_soon(struct ibv_qp **qp)
+{
+	struct timespec t0, t;
+	int err;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = ibv_destroy_qp(*qp);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	*qp = NULL;
+	return !err && ns_between(&t0, &t) <= 500000000L;
+}
+
+/*
+ * A shared poller's QPs destroyed while it watches them: the QP whose
+ * poller it is, while another one is watched (which then goes on by its
+ * doorbells: every WQE of it completes), and a QP that joined it.  Each
+ * destroy goes at once.
+ */
+static void test_shared_poller_destroy(struct ibv_mr *mr, uint8_t *buf)
+{
+	int round, watched = 0, bad = 0, slow = 0, lost = 0;
+
+	printf("-- QPs destroyed while a shared poller watches them\n");
+	for (round = 0; round < 30; round++) {
+		struct end a[2] = {}, b[2] = {};
+		bool joined;
+
+		if (make_rc_pair(&a[0], &b[0], IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE, 7) ||
+		    make_rc_pair(&a[1], &b[1], IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE, 7)) {
+			bad++;
+			goto next;
+		}
+		/* a[0]'s doorbell starts the poller, a[1]'s joins it */
+		if (post_writes(a[0].qp, mr, buf, DEPTH / 2, 0) ||
+		    post_writes(a[1].qp, mr, buf, DEPTH / 2, 0)) {
+			bad++;
+			goto next;
+		}
+		joined = watched_soon(to_sqp(a[1].qp));
+		if (round % 2) {
+			/* the poller's own QP goes, a[1] must go on */
+			slow += !destroyed_soon(&a[0].qp);
+			if (post_writes(a[1].qp, mr, buf, DEPTH / 2, DEPTH / 2) ||
+			    !completes(a[1].cq, DEPTH, 0))
+				lost++;
+		} else {
+			/* the joined one goes, the poller's goes on */
+			slow += !destroyed_soon(&a[1].qp);
+			if (post_writes(a[0].qp, mr, buf, DEPTH / 2, DEPTH / 2) ||
+			    !completes(a[0].cq, DEPTH, 0))
+				lost++;
+		}
+		watched += joined;
+next:
+		free_end(&a[0]);
+		free_end(&b[0]);
+		free_end(&a[1]);
+		free_end(&b[1]);
+	}
+	CHECK(!bad, "%d setup or post failures", bad);
+	CHECK(!slow, "%d destroys took over 0.5 s", slow);
+	CHECK(!lost, "%d rounds lost a WQE of the QP left", lost);
+	if (!watched)
+		SKIP("a joined QP was never watched (busy host)");
+	else
+		printf("%d of 30 rounds destroyed with a joined QP watched\n",
+		       watched);
+}
+
 /*
  * As perftest does: the whole send ring outstanding, every half ring
  * signaled, the next posts made as soon as a completion comes.  A
@@ -1071,6 +1309,8 @@ int main(int argc, char **argv)
 		test_large_wqe(mr, buf);
 		test_mixed_sizes(mr, buf);
 		test_fast_lane();
+		test_shared_poller(mr, buf);
+		test_shared_poller_destroy(mr, buf);
 		test_ring_full_stream(mr, buf);
 		test_error_while_posting(mr, buf);
 		test_destroy_while_polled(mr, buf);

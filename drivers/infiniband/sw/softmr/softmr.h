@@ -108,6 +108,7 @@ enum softmr_counter {
 	SOFTMR_CNT_SQ_POLLS,
 	SOFTMR_CNT_SEND_DOORBELLS,
 	SOFTMR_CNT_SQ_FAST_WRITES,
+	SOFTMR_CNT_SQ_POLL_JOINS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -228,13 +229,20 @@ static inline void softmr_count(struct softmr_dev *sdev, enum softmr_counter c,
  * @ibuc: the ib_core context
  * @status_entry: mmap entry of the device status page for this context
  * @doorbell: what the context's doorbell files reach (softmr_doorbell.c)
- * @sq_pollers: send queue pollers running for its QPs (softmr_sq_poll.c)
+ * @sq_poll_lock: guards @sq_poller, @sq_poll_joining and its QPs'
+ *	sq_poll_member (softmr_sq_poll.c)
+ * @sq_poller: the QP whose send queue poller runs for the context, or NULL
+ * @sq_poll_joining: QPs for that poller to watch too, each with a reference
+ * @sq_poll_members: QPs with sq_poll_member set (softmr_sq_poll.c bounds it)
  */
 struct softmr_ucontext {
 	struct ib_ucontext ibuc;
 	struct rdma_user_mmap_entry *status_entry;
 	struct softmr_doorbell *doorbell;
-	atomic_t sq_pollers;
+	spinlock_t sq_poll_lock;	/* sq_poller, sq_poll_joining */
+	struct softmr_qp *sq_poller;
+	struct list_head sq_poll_joining;
+	unsigned int sq_poll_members;
 };
 
 /**
@@ -621,7 +629,11 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	what the partner check reads (and clears @peer_serial): a check made
  *	at an older value is made anew (softmr_conn_cache)
  * @sq_work: runs the SQ: kernel QPs, flushes, RNR retries
- * @sq_poll_work: polls a user QP's SQ (softmr_sq_poll.c)
+ * @sq_poll_work: polls a user QP's SQ, and those of its context that join
+ *	it (softmr_sq_poll.c)
+ * @sq_poll_entry: entry in the context's sq_poll_joining
+ * @sq_poll_member: watched by its context's poller, or joining it (under
+ *	owner->sq_poll_lock)
  * @sq_poll_cpu: the CPU the QP was last queued to be polled on, or -1
  * @sq_poster_cpu: the CPU of the last send doorbell, or -1
  * @sq_poll_backoff: ktime (ns) before which no poller starts: the last
@@ -670,6 +682,8 @@ struct softmr_qp {
 	u64 conn_gen;
 	struct delayed_work sq_work;
 	struct delayed_work sq_poll_work;
+	struct list_head sq_poll_entry;
+	bool sq_poll_member;
 	int sq_poll_cpu;
 	int sq_poster_cpu;
 	u64 sq_poll_backoff;
@@ -956,6 +970,7 @@ void softmr_engine_qp_cleanup(struct softmr_qp *qp);
 void softmr_qp_run(struct softmr_qp *qp);
 void softmr_qp_doorbell(struct softmr_qp *qp);
 int softmr_sq_poll_init(void);
+void softmr_sq_poll_context_init(struct softmr_ucontext *uc);
 void softmr_sq_poll_exit(void);
 void softmr_sq_poll_start(struct softmr_qp *qp);
 void softmr_sq_poll_work(struct work_struct *work);

@@ -234,6 +234,7 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rnr_left = -1;
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
 	INIT_DELAYED_WORK(&qp->sq_poll_work, softmr_sq_poll_work);
+	INIT_LIST_HEAD(&qp->sq_poll_entry);
 	qp->sq_poll_cpu = -1;
 	qp->sq_poster_cpu = -1;
 	softmr_wire_ud_init(qp);

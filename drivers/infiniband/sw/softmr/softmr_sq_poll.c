@@ -19,7 +19,10 @@
  *    skips that doorbell stalls its own QP only);
  *  - SOFTMR_SQ_POLL_BATCH WQEs per pass, then the checks below again;
  *  - one poller per context, and at most half the online CPUs' worth per
- *    device (at least one); with one CPU online, none;
+ *    device (at least one); with one CPU online, none.  A QP whose
+ *    doorbell finds its context's poller running joins it: the poller
+ *    watches up to SOFTMR_SQ_POLL_QPS of the context's QPs and takes a
+ *    batch of each in turn (softmr_sq_poll_take(), _serve());
  *  - it runs on a CPU other than the poster's, on a bound workqueue of
  *    its own (softmr_sq_poll_wq, CPU intensive: its runs hold no other
  *    work back), so that the poster and the poller each have a CPU; the
@@ -27,9 +30,11 @@
  *  - when another task is runnable on its CPU (single_task_running(), as
  *    KVM's halt polling asks) it gives the CPU up and goes on when alone
  *    again (softmr_sq_poll_crowded()); it stops after
- *    SOFTMR_SQ_POLL_SHARE_NS of sharing, after sq_poll_usecs without a new
- *    WQE, when the head cannot run (RNR wait, fence, a large WQE), when the
- *    QP leaves RTS or is being destroyed, when sq_poll_usecs becomes 0,
+ *    SOFTMR_SQ_POLL_SHARE_NS of sharing; a QP leaves it after
+ *    sq_poll_usecs without a new WQE, when its head cannot run (RNR wait,
+ *    fence, a large WQE), when it leaves RTS or is being destroyed; the
+ *    run stops when no QP is left, when its own QP is being destroyed,
+ *    when sq_poll_usecs becomes 0,
  *    and, looked at every SOFTMR_SQ_POLL_RUN_NS, when another QP was
  *    refused a poller meanwhile or after SOFTMR_SQ_POLL_MAX_NS; it then
  *    has the engine's worker run the WQEs that wait;
@@ -124,13 +129,62 @@ static int softmr_sq_poll_cpu(struct softmr_qp *qp)
 }
 
 /**
+ * softmr_sq_poll_context_init() - a new user context: no poller yet
+ * @uc: the context
+ */
+void softmr_sq_poll_context_init(struct softmr_ucontext *uc)
+{
+	spin_lock_init(&uc->sq_poll_lock);
+	INIT_LIST_HEAD(&uc->sq_poll_joining);
+}
+
+/* The most QPs one poller run watches: its own and those that join it. */
+#define SOFTMR_SQ_POLL_QPS	8
+
+/*
+ * Under the context's sq_poll_lock, its poller running: have it watch @qp
+ * too.  The joining list holds a reference; a QP the poller watches, or
+ * will, or one it is dropping, is left as it is, and so is any QP once
+ * SOFTMR_SQ_POLL_QPS are members (watched or joining): a run never owes
+ * more QPs a pass than it watches.
+ */
+static void softmr_sq_poll_join_locked(struct softmr_qp *qp)
+{
+	struct softmr_ucontext *uc = qp->owner;
+
+	if (qp->sq_poll_member || uc->sq_poll_members >= SOFTMR_SQ_POLL_QPS ||
+	    !refcount_inc_not_zero(&qp->users))
+		return;
+	qp->sq_poll_member = true;
+	uc->sq_poll_members++;
+	list_add_tail(&qp->sq_poll_entry, &qp->owner->sq_poll_joining);
+	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLL_JOINS, 1);
+}
+
+/* Does the context's poller run?  If so, @qp joins it. */
+static bool softmr_sq_poll_joined(struct softmr_qp *qp)
+{
+	struct softmr_ucontext *uc = qp->owner;
+	unsigned long flags;
+	bool running;
+
+	spin_lock_irqsave(&uc->sq_poll_lock, flags);
+	running = uc->sq_poller;
+	if (running)
+		softmr_sq_poll_join_locked(qp);
+	spin_unlock_irqrestore(&uc->sq_poll_lock, flags);
+	return running;
+}
+
+/**
  * softmr_sq_poll_start() - after a send queue run: have the QP polled
  * @qp: the QP, its send queue just run (by a doorbell in the poster's
  *	context, or by the engine's worker)
  *
- * Queues the QP's poller (softmr_sq_poll()) on another CPU than the
- * poster's, unless a poller watches already or the QP is not polled.
- * Callable in atomic context.
+ * When a poller runs for the QP's context, the QP joins it; else queues
+ * the QP's poller (softmr_sq_poll()) on another CPU than the poster's.
+ * Nothing when the QP is watched already or not polled.  Callable in
+ * atomic context.
  */
 void softmr_sq_poll_start(struct softmr_qp *qp)
 {
@@ -138,7 +192,8 @@ void softmr_sq_poll_start(struct softmr_qp *qp)
 
 	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_open(qp) ||
 	    READ_ONCE(qp->sq.hdr->sq_polled) ||
-	    ktime_get_ns() < READ_ONCE(qp->sq_poll_backoff))
+	    ktime_get_ns() < READ_ONCE(qp->sq_poll_backoff) ||
+	    softmr_sq_poll_joined(qp))
 		return;
 	cpu = softmr_sq_poll_cpu(qp);
 	if (cpu >= 0)
@@ -168,49 +223,73 @@ static bool softmr_sq_poll_stop(struct softmr_qp *qp)
 }
 
 /*
- * A poller slot of the QP's context and device; false when none is free.
- * When the device has none, the running pollers (other contexts') are
- * told (sq_poll_refused) to make way at their next look.
+ * The poller slot of the QP's context and one of its device; false when
+ * it gets none.  When the context's poller runs, the QP joins it instead.
+ * When the device has no slot free, the running pollers (other contexts')
+ * are told (sq_poll_refused) to make way at their next look.  The run
+ * holds a reference to its own QP like to those that join it.
  */
 static bool softmr_sq_poll_get(struct softmr_qp *qp)
 {
 	int max = max(1U, num_online_cpus() / 2);
+	struct softmr_ucontext *uc = qp->owner;
+	unsigned long flags;
+	bool got = false;
 
-	if (atomic_inc_return(&qp->owner->sq_pollers) > 1)
-		goto put_owner;
-	if (atomic_inc_return(&qp->sdev->sq_pollers) > max)
-		goto put_dev;
-	/* a slot was free: a refusal before is answered */
-	atomic_set(&qp->sdev->sq_poll_refused, 0);
-	return true;
-
-put_dev:
-	atomic_dec(&qp->sdev->sq_pollers);
-	atomic_set(&qp->sdev->sq_poll_refused, 1);
-put_owner:
-	atomic_dec(&qp->owner->sq_pollers);
-	return false;
+	spin_lock_irqsave(&uc->sq_poll_lock, flags);
+	if (uc->sq_poller) {
+		softmr_sq_poll_join_locked(qp);
+	} else if (atomic_inc_return(&qp->sdev->sq_pollers) > max) {
+		atomic_dec(&qp->sdev->sq_pollers);
+		atomic_set(&qp->sdev->sq_poll_refused, 1);
+	} else if (!qp->sq_poll_member && refcount_inc_not_zero(&qp->users)) {
+		/* a slot was free: a refusal before is answered */
+		atomic_set(&qp->sdev->sq_poll_refused, 0);
+		uc->sq_poller = qp;
+		qp->sq_poll_member = true;
+		uc->sq_poll_members++;
+		got = true;
+	} else {
+		atomic_dec(&qp->sdev->sq_pollers);
+	}
+	spin_unlock_irqrestore(&uc->sq_poll_lock, flags);
+	return got;
 }
 
-static void softmr_sq_poll_put(struct softmr_qp *qp)
-{
-	atomic_dec(&qp->sdev->sq_pollers);
-	atomic_dec(&qp->owner->sq_pollers);
-}
+/* A QP a poller run watches, with a reference. */
+struct softmr_sq_poll_member {
+	struct softmr_qp *qp;
+	u64 idle_end;
+	bool progress;
+};
+
+/* One run of a context's poller (softmr_sq_poll()). */
+struct softmr_sq_poll_run {
+	struct softmr_qp *qp;		/* whose work runs it */
+	struct softmr_ucontext *uc;
+	struct softmr_sq_poll_member m[SOFTMR_SQ_POLL_QPS];
+	unsigned int n;
+	u64 idle_ns;
+	bool contended;
+};
 
 /*
- * The poller leaves: from now on the provider rings.  WQEs posted without
- * a doorbell while it watched run when the QP's work, queued again, takes
- * them (at once when the poller's time was up or it made way; a tick later
- * when the head did not run, @stuck, or it left for another task without
- * progress), when what holds the head back resumes the QP (the peer, the
- * doorbell the provider rings for a large WQE), or are flushed in the
- * error state.  A QP no longer open (RNR wait, SQD, dying) is resumed by
- * whatever changes that.
+ * @qp leaves the run (or, at its end, the joining list): from now on the
+ * provider rings for it, and the run's reference is dropped.  WQEs
+ * posted without a doorbell while it was watched run when the QP's work,
+ * queued again, takes them (at once when the poller's time was up or it
+ * made way; a tick later when the head did not run, @stuck, or the poller
+ * left for another task without progress), when what holds the head back
+ * resumes the QP (the peer, the doorbell the provider rings for a large
+ * WQE), or are flushed in the error state.  A QP no longer open (RNR wait,
+ * SQD, dying) is resumed by whatever changes that.
  */
-static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
-				 bool stuck, bool contended)
+static void softmr_sq_poll_leave(struct softmr_sq_poll_run *run,
+				 struct softmr_qp *qp, bool progress,
+				 bool stuck)
 {
+	bool contended = run->contended;
+	unsigned long flags;
 	u64 backoff = 0;
 
 	/*
@@ -225,11 +304,15 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 		backoff = ktime_get_ns() + SOFTMR_SQ_POLL_YIELD_NS;
 	WRITE_ONCE(qp->sq_poll_backoff, backoff);
 	softmr_sq_poll_watch(qp, 0);
-	softmr_sq_poll_put(qp);
-	if (contended)	/* the next run looks for another CPU */
+	/* off every list: a doorbell now may have it join again */
+	spin_lock_irqsave(&run->uc->sq_poll_lock, flags);
+	qp->sq_poll_member = false;
+	run->uc->sq_poll_members--;
+	spin_unlock_irqrestore(&run->uc->sq_poll_lock, flags);
+	if (contended && qp == run->qp)	/* the next run looks for another CPU */
 		WRITE_ONCE(qp->sq_poll_cpu, -1);
 	if (!softmr_sq_poll_pending(qp))
-		return;
+		goto put;
 	if (softmr_sq_poll_open(qp)) {
 		/*
 		 * behind other work, then on (softmr_sq_work()); a tick later
@@ -249,6 +332,71 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
 		softmr_sq_process(qp);	/* flushes */
 		mutex_unlock(&qp->sq.lock);
 	}
+put:
+	softmr_qp_put(qp);	/* may be the last: @qp is not touched after */
+}
+
+/* Member @i leaves the run; the last one takes its place. */
+static void softmr_sq_poll_drop(struct softmr_sq_poll_run *run,
+				unsigned int i, bool stuck)
+{
+	struct softmr_sq_poll_member m = run->m[i];
+
+	run->m[i] = run->m[--run->n];
+	softmr_sq_poll_leave(run, m.qp, m.progress, stuck);
+}
+
+/* Watch the QPs that joined, as many as the run has room for. */
+static void softmr_sq_poll_take(struct softmr_sq_poll_run *run, u64 now)
+{
+	unsigned int first = run->n, i;
+	unsigned long flags;
+
+	spin_lock_irqsave(&run->uc->sq_poll_lock, flags);
+	while (run->n < SOFTMR_SQ_POLL_QPS &&
+	       !list_empty(&run->uc->sq_poll_joining)) {
+		struct softmr_qp *qp;
+
+		qp = list_first_entry(&run->uc->sq_poll_joining,
+				      struct softmr_qp, sq_poll_entry);
+		list_del_init(&qp->sq_poll_entry);
+		run->m[run->n++] = (struct softmr_sq_poll_member){
+			.qp = qp, .idle_end = now + run->idle_ns,
+		};
+	}
+	spin_unlock_irqrestore(&run->uc->sq_poll_lock, flags);
+	/* the loop reads their producers after this */
+	for (i = first; i < run->n; i++)
+		softmr_sq_poll_watch(run->m[i].qp, 1);
+}
+
+/*
+ * The run ends: its members leave, then, with the context's poller slot
+ * given up, the QPs that joined too late for it (their doorbells ran
+ * what they posted; the provider rings for them again).
+ */
+static void softmr_sq_poll_end(struct softmr_sq_poll_run *run)
+{
+	struct softmr_qp *qp, *next;
+	unsigned long flags;
+	LIST_HEAD(late);
+
+	while (run->n)
+		softmr_sq_poll_drop(run, run->n - 1, false);
+	spin_lock_irqsave(&run->uc->sq_poll_lock, flags);
+	list_splice_init(&run->uc->sq_poll_joining, &late);
+	atomic_dec(&run->qp->sdev->sq_pollers);
+	run->uc->sq_poller = NULL;
+	spin_unlock_irqrestore(&run->uc->sq_poll_lock, flags);
+	/*
+	 * they stay members, which no doorbell has join a next run, until
+	 * they are off @late: its entries are the run's alone
+	 */
+	list_for_each_entry_safe(qp, next, &late, sq_poll_entry) {
+		list_del_init(&qp->sq_poll_entry);
+		softmr_sq_poll_leave(run, qp, true, false);
+		cond_resched();
+	}
 }
 
 /*
@@ -259,8 +407,9 @@ static void softmr_sq_poll_leave(struct softmr_qp *qp, bool progress,
  * poller nothing, one that stays (the poster itself, moved here) sends it
  * away.  @since: when the CPU was first seen shared, 0 when it is not.
  */
-static bool softmr_sq_poll_crowded(struct softmr_qp *qp, u64 *since)
+static bool softmr_sq_poll_crowded(struct softmr_sq_poll_run *run, u64 *since)
 {
+	unsigned int i;
 	u64 now;
 
 	if (single_task_running()) {
@@ -274,12 +423,14 @@ static bool softmr_sq_poll_crowded(struct softmr_qp *qp, u64 *since)
 		return true;
 	/*
 	 * off the CPU, the poller does not watch: the provider rings
-	 * meanwhile (the loop looks at the producer again after watching
+	 * meanwhile (the loop looks at the producers again after watching
 	 * again)
 	 */
-	softmr_sq_poll_watch(qp, 0);
+	for (i = 0; i < run->n; i++)
+		softmr_sq_poll_watch(run->m[i].qp, 0);
 	schedule();	/* still runnable: back when the other has run */
-	softmr_sq_poll_watch(qp, 1);
+	for (i = 0; i < run->n; i++)
+		softmr_sq_poll_watch(run->m[i].qp, 1);
 	return false;
 }
 
@@ -287,90 +438,136 @@ static bool softmr_sq_poll_crowded(struct softmr_qp *qp, u64 *since)
  * At a look (every SOFTMR_SQ_POLL_RUN_NS): may the run go on?  The idle
  * time is read again (0: polling was turned off).
  */
-static bool softmr_sq_poll_go_on(struct softmr_qp *qp, u64 now, u64 start,
-				 u64 *idle_ns)
+static bool softmr_sq_poll_go_on(struct softmr_sq_poll_run *run, u64 now,
+				 u64 start)
 {
-	*idle_ns = softmr_sq_poll_ns(qp);
-	if (!*idle_ns || now - start >= SOFTMR_SQ_POLL_MAX_NS)
+	unsigned int i;
+
+	run->idle_ns = softmr_sq_poll_ns(run->qp);
+	if (!run->idle_ns || now - start >= SOFTMR_SQ_POLL_MAX_NS)
 		return false;
+	for (i = 0; i < run->n; i++)
+		run->m[i].idle_end = min(run->m[i].idle_end, now + run->idle_ns);
 	/* another QP wanted a poller: make way */
-	return !atomic_xchg(&qp->sdev->sq_poll_refused, 0);
+	return !atomic_xchg(&run->qp->sdev->sq_poll_refused, 0);
+}
+
+/*
+ * One pass over member @m: up to SOFTMR_SQ_POLL_BATCH of its WQEs.  False
+ * when it leaves the run: idle for the idle time, not open, or its head
+ * cannot run (@stuck: a large WQE, or no progress for the idle time).
+ */
+static bool softmr_sq_poll_serve(struct softmr_sq_poll_run *run,
+				 struct softmr_sq_poll_member *m, u64 now,
+				 bool *stuck)
+{
+	struct softmr_qp *qp = m->qp;
+
+	/* moved onto the wire meanwhile, say: as at the start of a run */
+	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_open(qp))
+		return false;
+	if (softmr_sq_poll_pending(qp)) {
+		u32 cons = READ_ONCE(qp->sq.cons);
+		bool more, blocked = false;
+
+		/*
+		 * a doorbell runs the ring: the run does not wait for it (the
+		 * other members, a destroy waiting for the run), and the QP
+		 * leaves after the idle time if that goes on
+		 */
+		if (!mutex_trylock(&qp->sq.lock)) {
+			*stuck = now > m->idle_end;
+			return !*stuck;
+		}
+		more = softmr_sq_process_budget(qp, SOFTMR_SQ_POLL_BATCH, true,
+						&blocked);
+		mutex_unlock(&qp->sq.lock);
+		if (blocked) {	/* a large one: it waits for a doorbell */
+			*stuck = true;
+			return false;
+		}
+		if (READ_ONCE(qp->sq.cons) != cons || more) {
+			m->progress = true;
+			m->idle_end = now + run->idle_ns;
+		} else if (now > m->idle_end) {
+			/*
+			 * the head has not run for the idle time (a stop: the
+			 * wire's window, a peer going away).  Nothing run once
+			 * is no sign of that: a doorbell, rung while the poller
+			 * was off its CPU, may have emptied the ring since the
+			 * producer was looked at.
+			 */
+			*stuck = true;
+			return false;
+		}
+	} else if (now > m->idle_end) {
+		if (!softmr_sq_poll_stop(qp))
+			return false;	/* idle: nothing waits */
+		m->idle_end = now + run->idle_ns;	/* one came as it stopped */
+	}
+	return true;
 }
 
 /**
- * softmr_sq_poll() - watch a QP's send queue for new WQEs and run them
+ * softmr_sq_poll() - watch a context's send queues for new WQEs and run them
  * @qp: a QP, in its poller work (softmr_sq_poll_work())
  *
- * Sleeps (sq.lock).  Returns when the QP has been idle for sq_poll_usecs,
- * when another task wants the CPU, when the head cannot run or the QP is
- * no longer open, or at a look (every SOFTMR_SQ_POLL_RUN_NS) when another
- * QP was refused a poller, polling was turned off or the run has lasted
+ * Watches @qp, and up to SOFTMR_SQ_POLL_QPS - 1 QPs of its context that
+ * join it meanwhile, taking SOFTMR_SQ_POLL_BATCH WQEs of each in turn.  A
+ * QP leaves when it has been idle for sq_poll_usecs, when its head cannot
+ * run or it is no longer open.  Sleeps (sq.lock).  Returns when no QP is
+ * left, when @qp is being destroyed, when another task wants the CPU, or
+ * at a look (every SOFTMR_SQ_POLL_RUN_NS) when another QP was refused a
+ * poller, polling was turned off or the run has lasted
  * SOFTMR_SQ_POLL_MAX_NS; WQEs that wait then go to the engine's worker.
  */
 static void softmr_sq_poll(struct softmr_qp *qp)
 {
-	u64 idle_ns = softmr_sq_poll_ns(qp);
-	bool progress = false, stuck = false, contended = false;
-	u64 now, start, idle_end, run_end, crowded_since = 0;
+	struct softmr_sq_poll_run run = { .qp = qp, .uc = qp->owner };
+	u64 now, start, run_end, crowded_since = 0;
+	unsigned int i;
 
-	if (!idle_ns || !softmr_sq_poll_open(qp) || !softmr_sq_poll_get(qp))
+	run.idle_ns = softmr_sq_poll_ns(qp);
+	if (!run.idle_ns || !softmr_sq_poll_open(qp) || !softmr_sq_poll_get(qp))
 		return;
 	now = ktime_get_ns();
 	start = now;
-	idle_end = now + idle_ns;
 	run_end = now + SOFTMR_SQ_POLL_RUN_NS;
+	run.m[0] = (struct softmr_sq_poll_member){
+		.qp = qp, .idle_end = now + run.idle_ns,
+	};
+	run.n = 1;
 	softmr_sq_poll_watch(qp, 1);
 	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
-	for (;;) {
+	while (run.n) {
 		cond_resched();
-		if (!softmr_sq_poll_open(qp))
+		/* its destroy waits for the run */
+		if (READ_ONCE(qp->dying))
 			break;
-		if (softmr_sq_poll_crowded(qp, &crowded_since)) {
-			contended = true;
+		if (softmr_sq_poll_crowded(&run, &crowded_since)) {
+			run.contended = true;
 			break;
 		}
 		now = ktime_get_ns();
-		if (softmr_sq_poll_pending(qp)) {
-			u32 cons = READ_ONCE(qp->sq.cons);
-			bool more, blocked = false;
+		if (run.n < SOFTMR_SQ_POLL_QPS &&
+		    !list_empty_careful(&run.uc->sq_poll_joining))
+			softmr_sq_poll_take(&run, now);
+		for (i = 0; i < run.n; ) {
+			bool stuck = false;
 
-			mutex_lock(&qp->sq.lock);
-			more = softmr_sq_process_budget(qp, SOFTMR_SQ_POLL_BATCH,
-							true, &blocked);
-			mutex_unlock(&qp->sq.lock);
-			if (blocked) {	/* a large one: it waits for a doorbell */
-				stuck = true;
-				break;
-			}
-			if (READ_ONCE(qp->sq.cons) != cons || more) {
-				progress = true;
-				idle_end = now + idle_ns;
-			} else if (now > idle_end) {
-				/*
-				 * the head has not run for the idle time (a
-				 * stop: the wire's window, a peer going away).
-				 * Nothing run once is no sign of that: a
-				 * doorbell, rung while the poller was off its
-				 * CPU, may have emptied the ring since the
-				 * producer was looked at.
-				 */
-				stuck = true;
-				break;
-			}
-		} else if (now > idle_end) {
-			if (!softmr_sq_poll_stop(qp))
-				break;	/* idle: nothing waits */
-			idle_end = now + idle_ns;	/* one came as it stopped */
+			if (softmr_sq_poll_serve(&run, &run.m[i], now, &stuck))
+				i++;
+			else
+				softmr_sq_poll_drop(&run, i, stuck);
 		}
 		if (now > run_end) {
-			if (!softmr_sq_poll_go_on(qp, now, start, &idle_ns))
+			if (!softmr_sq_poll_go_on(&run, now, start))
 				break;
 			run_end = now + SOFTMR_SQ_POLL_RUN_NS;
-			idle_end = min(idle_end, now + idle_ns);
 		}
 		cpu_relax();
 	}
-	softmr_sq_poll_leave(qp, progress, stuck, contended);
+	softmr_sq_poll_end(&run);
 }
 
 void softmr_sq_poll_work(struct work_struct *work)

@@ -48,6 +48,7 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_SQ_POLLS].name = "sq_polls",
 	[SOFTMR_CNT_SEND_DOORBELLS].name = "send_doorbells",
 	[SOFTMR_CNT_SQ_FAST_WRITES].name = "sq_fast_writes",
+	[SOFTMR_CNT_SQ_POLL_JOINS].name = "sq_poll_joins",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -126,6 +126,7 @@ static int softmr_alloc_ucontext(struct ib_ucontext *ibuc,
 	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
 
+	softmr_sq_poll_context_init(suc);
 	suc->status_entry = softmr_mmap_entry_insert(ibuc, sdev->status,
 						     PAGE_SIZE, false);
 	if (IS_ERR(suc->status_entry))
