@@ -328,9 +328,16 @@ static void softmr_sq_poll_leave(struct softmr_sq_poll_run *run,
 		else
 			softmr_qp_kick(qp);
 	} else if (READ_ONCE(qp->state) == IB_QPS_ERR) {
-		mutex_lock(&qp->sq.lock);
-		softmr_sq_process(qp);	/* flushes */
-		mutex_unlock(&qp->sq.lock);
+		/*
+		 * flushed here, or by the doorbell that holds the lock (the run
+		 * waits for no other QP's doorbell), or by the engine's worker
+		 */
+		if (mutex_trylock(&qp->sq.lock)) {
+			softmr_sq_process(qp);
+			mutex_unlock(&qp->sq.lock);
+		} else {
+			softmr_qp_kick(qp);
+		}
 	}
 put:
 	softmr_qp_put(qp);	/* may be the last: @qp is not touched after */
@@ -552,7 +559,8 @@ static void softmr_sq_poll(struct softmr_qp *qp)
 		if (run.n < SOFTMR_SQ_POLL_QPS &&
 		    !list_empty_careful(&run.uc->sq_poll_joining))
 			softmr_sq_poll_take(&run, now);
-		for (i = 0; i < run.n; ) {
+		/* each member's pass may be long: its destroy waits for the run */
+		for (i = 0; i < run.n && !READ_ONCE(qp->dying); ) {
 			bool stuck = false;
 
 			if (softmr_sq_poll_serve(&run, &run.m[i], now, &stuck))
