@@ -10,7 +10,8 @@
  * SOFTMR_SQ_POLL_MAX_BYTES written into the ring without a doorbell is not
  * run by the poller, but by the doorbell (the provider rings for those);
  * QPs of one context share its poller, and go at once when destroyed
- * while it watches them.
+ * while it watches them; with sq_poll_share and every CPU busy, the
+ * poller still takes WQEs and the above holds.
  *
  * usage: softmr_sq_poll DEV   (root: it sets the module parameter)
  */
@@ -19,8 +20,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "softmr_test.h"
@@ -35,6 +39,7 @@
 #include "softmr_qp_util.h"
 
 #define PARAM	"/sys/module/softmr/parameters/sq_poll_usecs"
+#define SHARE	"/sys/module/softmr/parameters/sq_poll_share"
 #define MSG	16
 #define NMSG	20000
 #define DEPTH	48	/* below make_end()'s 64 send WRs */
@@ -1247,6 +1252,81 @@ out:
 	free_end(&b);
 }
 
+/*
+ * A process spinning on each online CPU, so that the poller never finds
+ * one idle; reaped by hogs_stop().  Returns how many run.
+ */
+static int hogs_start(pid_t *pids, int max)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n;
+
+	for (n = 0; n < cpus && n < max; n++) {
+		pids[n] = fork();
+		if (pids[n] == 0) {
+			/* gone with the test, however it ends */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() == 1)
+				_exit(0);
+			for (;;)
+				;
+		}
+		if (pids[n] < 0)
+			break;
+	}
+	return n;
+}
+
+static void hogs_stop(pid_t *pids, int n)
+{
+	while (n--) {
+		kill(pids[n], SIGKILL);
+		waitpid(pids[n], NULL, 0);
+	}
+}
+
+/*
+ * sq_poll_share=1 with every CPU busy: the poller shares its CPU with a
+ * spinning task, as the scheduler deals it out, and still takes WQEs; in
+ * order, with their data; QPs destroyed or moved to the error state while
+ * it shares go as without sharing.  Without sharing, the same stream's
+ * poller leaves after 50 us of company (printed, not asserted: it may
+ * find a moment alone).
+ */
+static void test_share(struct end *a, struct ibv_mr *mr, uint8_t *buf)
+{
+	long posts, db, polls, db0 = -1, round;
+	pid_t pids[16];
+	int n;
+
+	if (access(SHARE, W_OK)) {
+		SKIP("no %s", SHARE);
+		return;
+	}
+	printf("-- the poller shares a busy CPU (sq_poll_share=1)\n");
+	n = hogs_start(pids, 16);
+	CHECK(n == sysconf(_SC_NPROCESSORS_ONLN) && n <= 16,
+	      "%d spinning processes", n);
+	CHECK(!write_long(SHARE, 0), "sq_poll_share=0");
+	stream_with(a, mr, buf, 200, &posts, &db0, &polls);
+	CHECK(!write_long(SHARE, 1), "sq_poll_share=1");
+	for (round = 0; round < 5; round++) {
+		stream_with(a, mr, buf, 200, &posts, &db, &polls);
+		if (posts == NMSG && polls > 0 && db < posts / 2)
+			break;
+	}
+	CHECK(posts == NMSG && polls > 0 && db < posts / 2,
+	      "every CPU busy, sharing: %ld posts, %ld doorbells (%ld without sharing), %ld poller runs",
+	      posts, db, db0, polls);
+	printf("every CPU busy: %ld posts rang %ld doorbells sharing, %ld without\n",
+	       posts, db, db0);
+	test_shared_poller_destroy(mr, buf);
+	test_error_while_posting(mr, buf);
+	test_destroy_while_polled(mr, buf);
+	hogs_stop(pids, n);
+	CHECK(!write_long(SHARE, 0), "sq_poll_share=0 again");
+}
+
 int main(int argc, char **argv)
 {
 	long usecs, posts, db, polls;
@@ -1317,6 +1397,7 @@ int main(int argc, char **argv)
 		test_partner_gone(mr, buf, false);
 		test_partner_gone(mr, buf, true);
 		test_partner_destroyed_after(mr, buf);
+		test_share(&a, mr, buf);
 	}
 out:
 	free_end(&a);

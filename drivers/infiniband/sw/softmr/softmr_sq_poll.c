@@ -30,7 +30,8 @@
  *  - when another task is runnable on its CPU (single_task_running(), as
  *    KVM's halt polling asks) it gives the CPU up and goes on when alone
  *    again (softmr_sq_poll_crowded()); it stops after
- *    SOFTMR_SQ_POLL_SHARE_NS of sharing; a QP leaves it after
+ *    SOFTMR_SQ_POLL_SHARE_NS of sharing, unless root set sq_poll_share:
+ *    then it shares the CPU as the scheduler deals it out; a QP leaves it after
  *    sq_poll_usecs without a new WQE, when its head cannot run (RNR wait,
  *    fence, a large WQE), when it leaves RTS or is being destroyed; the
  *    run stops when no QP is left, when its own QP is being destroyed,
@@ -76,6 +77,11 @@ MODULE_PARM_DESC(sq_poll_usecs,
 #define SOFTMR_SQ_POLL_BATCH		16
 
 static struct workqueue_struct *softmr_sq_poll_wq;
+
+static bool sq_poll_share;
+module_param(sq_poll_share, bool, 0644);
+MODULE_PARM_DESC(sq_poll_share,
+		 "a poller whose CPU is busy shares it as the scheduler deals it out, instead of leaving after 50 us (default N: it takes idle time only)");
 
 /* The idle time, or 0 when @qp is not polled. */
 static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
@@ -407,20 +413,45 @@ static void softmr_sq_poll_end(struct softmr_sq_poll_run *run)
 }
 
 /*
+ * Give the CPU up, still runnable.  Off the CPU, the poller does not
+ * watch: the provider rings meanwhile (the loop looks at the producers
+ * again after watching again).
+ */
+static void softmr_sq_poll_off_cpu(struct softmr_sq_poll_run *run)
+{
+	unsigned int i;
+
+	for (i = 0; i < run->n; i++)
+		softmr_sq_poll_watch(run->m[i].qp, 0);
+	schedule();
+	for (i = 0; i < run->n; i++)
+		softmr_sq_poll_watch(run->m[i].qp, 1);
+}
+
+/*
  * Has another task wanted this CPU for SOFTMR_SQ_POLL_SHARE_NS?  The
  * poller gives the CPU to it at once (schedule(): the scheduler would let
  * the poller run out its slice first), and goes on when it is alone again:
  * a task that runs briefly (a timer's, the engine worker's) costs the
  * poller nothing, one that stays (the poster itself, moved here) sends it
- * away.  @since: when the CPU was first seen shared, 0 when it is not.
+ * away.  With sq_poll_share, it stays and gives the CPU up only when the
+ * scheduler asks (its slice is over): it competes for a busy CPU like any
+ * task, bounded by the run's other limits.  @since: when the CPU was
+ * first seen shared, 0 when it is not.
  */
 static bool softmr_sq_poll_crowded(struct softmr_sq_poll_run *run, u64 *since)
 {
-	unsigned int i;
 	u64 now;
 
 	if (single_task_running()) {
 		*since = 0;
+		return false;
+	}
+	if (READ_ONCE(sq_poll_share)) {
+		/* the scheduler's share: off the CPU when its slice is over */
+		*since = 0;
+		if (need_resched())
+			softmr_sq_poll_off_cpu(run);
 		return false;
 	}
 	now = ktime_get_ns();
@@ -428,16 +459,7 @@ static bool softmr_sq_poll_crowded(struct softmr_sq_poll_run *run, u64 *since)
 		*since = now;
 	if (now - *since >= SOFTMR_SQ_POLL_SHARE_NS)
 		return true;
-	/*
-	 * off the CPU, the poller does not watch: the provider rings
-	 * meanwhile (the loop looks at the producers again after watching
-	 * again)
-	 */
-	for (i = 0; i < run->n; i++)
-		softmr_sq_poll_watch(run->m[i].qp, 0);
-	schedule();	/* still runnable: back when the other has run */
-	for (i = 0; i < run->n; i++)
-		softmr_sq_poll_watch(run->m[i].qp, 1);
+	softmr_sq_poll_off_cpu(run);	/* back when the other has run */
 	return false;
 }
 
@@ -547,7 +569,6 @@ static void softmr_sq_poll(struct softmr_qp *qp)
 	softmr_sq_poll_watch(qp, 1);
 	softmr_count(qp->sdev, SOFTMR_CNT_SQ_POLLS, 1);
 	while (run.n) {
-		cond_resched();
 		/* its destroy waits for the run */
 		if (READ_ONCE(qp->dying))
 			break;
@@ -555,6 +576,7 @@ static void softmr_sq_poll(struct softmr_qp *qp)
 			run.contended = true;
 			break;
 		}
+		cond_resched();
 		now = ktime_get_ns();
 		if (run.n < SOFTMR_SQ_POLL_QPS &&
 		    !list_empty_careful(&run.uc->sq_poll_joining))
