@@ -1607,6 +1607,8 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	bool more = false;
 	u32 n = 0;
 
+	u32 start = budget;
+
 	req->key_caches = polled && qp->is_user;
 	while (budget--) {
 		struct softmr_send_wqe *wqe;
@@ -1619,8 +1621,20 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		}
 		if (state != IB_QPS_RTS)
 			break;
-		/* bounded: a whole ring of large WQEs yields and stops */
-		cond_resched();
+		/*
+		 * bounded: a whole ring of large WQEs yields and stops.  A
+		 * polled run that has run a WQE stops instead: the poller
+		 * gives its CPU up outside sq.lock, with sq_polled cleared
+		 * so that the provider rings meanwhile (softmr_sq_poll.c)
+		 */
+		if (polled && softmr_resched_wanted()) {
+			if (budget + 1 < start) {
+				more = true;
+				break;
+			}
+		} else {
+			cond_resched();
+		}
 		if (READ_ONCE(qp->dying) || fatal_signal_pending(current))
 			break;
 		/* an RNR wait: its timer (softmr_sq_work()) retries the head */

@@ -412,6 +412,23 @@ static void softmr_sq_poll_end(struct softmr_sq_poll_run *run)
 	}
 }
 
+/**
+ * softmr_resched_wanted() - does the scheduler want this CPU back?
+ *
+ * need_resched(), or on kernels with lazy preemption the lazy request
+ * that the next tick turns into a preemption.
+ *
+ * Return: true when the task should give the CPU up soon.
+ */
+bool softmr_resched_wanted(void)
+{
+#ifdef TIF_NEED_RESCHED_LAZY
+	if (test_thread_flag(TIF_NEED_RESCHED_LAZY))
+		return true;
+#endif
+	return need_resched();
+}
+
 /*
  * Give the CPU up, still runnable.  Off the CPU, the poller does not
  * watch: the provider rings meanwhile (the loop looks at the producers
@@ -450,7 +467,7 @@ static bool softmr_sq_poll_crowded(struct softmr_sq_poll_run *run, u64 *since)
 	if (READ_ONCE(sq_poll_share)) {
 		/* the scheduler's share: off the CPU when its slice is over */
 		*since = 0;
-		if (need_resched())
+		if (softmr_resched_wanted())
 			softmr_sq_poll_off_cpu(run);
 		return false;
 	}
