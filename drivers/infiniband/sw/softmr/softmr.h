@@ -974,7 +974,6 @@ void softmr_sq_poll_context_init(struct softmr_ucontext *uc);
 void softmr_sq_poll_exit(void);
 void softmr_sq_poll_start(struct softmr_qp *qp);
 void softmr_sq_poll_work(struct work_struct *work);
-bool softmr_resched_wanted(void);
 void softmr_qp_kick(struct softmr_qp *qp);
 void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
 void softmr_sq_work(struct work_struct *work);

@@ -19,6 +19,7 @@
 #include <linux/dma-direct.h>
 #include <linux/hmm.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
 
@@ -217,5 +218,22 @@ static inline u64 softmr_odp_state(struct ib_umem_odp *odp, unsigned long i)
 #define ib_umem_get(dev, addr, size, access) \
 	ib_umem_get_va(dev, addr, size, access)
 #endif
+
+/**
+ * softmr_resched_wanted() - does the scheduler want this CPU back?
+ *
+ * need_resched(), or on kernels with lazy preemption (7.x) the lazy
+ * request that the next tick turns into a preemption.
+ *
+ * Return: true when the task should give the CPU up soon.
+ */
+static inline bool softmr_resched_wanted(void)
+{
+#ifdef TIF_NEED_RESCHED_LAZY
+	if (test_thread_flag(TIF_NEED_RESCHED_LAZY))
+		return true;
+#endif
+	return need_resched();
+}
 
 #endif /* SOFTMR_COMPAT_H */

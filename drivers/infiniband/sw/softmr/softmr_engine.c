@@ -1604,10 +1604,9 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 {
 	struct softmr_wq *sq = &qp->sq;
 	struct softmr_req *req = qp->req;
+	u32 start = budget;	/* WQEs run so far: start - budget - 1 */
 	bool more = false;
 	u32 n = 0;
-
-	u32 start = budget;
 
 	req->key_caches = polled && qp->is_user;
 	while (budget--) {

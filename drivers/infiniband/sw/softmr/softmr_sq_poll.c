@@ -412,23 +412,6 @@ static void softmr_sq_poll_end(struct softmr_sq_poll_run *run)
 	}
 }
 
-/**
- * softmr_resched_wanted() - does the scheduler want this CPU back?
- *
- * need_resched(), or on kernels with lazy preemption the lazy request
- * that the next tick turns into a preemption.
- *
- * Return: true when the task should give the CPU up soon.
- */
-bool softmr_resched_wanted(void)
-{
-#ifdef TIF_NEED_RESCHED_LAZY
-	if (test_thread_flag(TIF_NEED_RESCHED_LAZY))
-		return true;
-#endif
-	return need_resched();
-}
-
 /*
  * Give the CPU up, still runnable.  Off the CPU, the poller does not
  * watch: the provider rings meanwhile (the loop looks at the producers
