@@ -1195,6 +1195,169 @@ out:
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
+/*
+ * One chain of eight 64-byte signaled SENDs from @fb's first page (MR
+ * @lmr) into eight receive WQEs of @b in its second (MR @rmr), posted
+ * while the poller watches: the run looks the receive WQEs' key up
+ * through its cache (struct softmr_req: rqkeys).  With @past, the
+ * seventh receive WQE reaches 32 bytes past @rmr's end, in the same page
+ * as the six before it.  The sender's statuses go to @st, the first seven
+ * of the receiver's to @rst.  Returns 0; -1 when no chain was taken by a
+ * watching poller; -2 when a post failed, -3 when the first send failed,
+ * -4 or -5 when the sender's or the receiver's completions did not come
+ * in order.
+ */
+static int recv_chain(struct end *a, struct end *b, struct ibv_mr *lmr,
+		      struct ibv_mr *rmr, uint8_t *fb, bool past,
+		      enum ibv_wc_status *st, enum ibv_wc_status *rst)
+{
+	struct ibv_sge sg[8], rsg = { 0, 0, rmr->lkey };
+	struct ibv_send_wr go = { .wr_id = 100, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr[8];
+	struct ibv_wc wc;
+	long long d0;
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 8; i++) {
+		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
+					   lmr->lkey };
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
+	}
+	/* the first, an empty send through the doorbell, starts the poller */
+	if (post_recv(b->qp, 100, &rsg, 1))
+		return -2;
+	for (i = 0; i < 8; i++) {
+		rsg = (struct ibv_sge) { (uintptr_t)fb + 4096 + i * 64, 64,
+					 rmr->lkey };
+		if (past && i == 6)
+			rsg.addr = (uintptr_t)fb + 4096 + 2048 - 32;
+		if (post_recv(b->qp, i, &rsg, 1))
+			return -2;
+	}
+	d0 = st_counter(dev, "send_doorbells");
+	if (post(a->qp, &go) || wait_wc(a->cq, &wc) ||
+	    wc.status != IBV_WC_SUCCESS)
+		return -3;
+	for (i = 0; i < 20 && !watched_soon(to_sqp(a->qp)); i++)
+		;	/* 3 ms at most: a debug kernel starts it slowly */
+	if (i == 20)
+		return -1;
+	if (post(a->qp, &wr[0]))
+		return -2;
+	for (i = 0; i < 8; i++) {
+		if (wait_wc(a->cq, &wc) || wc.wr_id != (uint64_t)i)
+			return -4;
+		st[i] = wc.status;
+	}
+	if (wait_wc(b->cq, &wc) || wc.wr_id != 100 ||
+	    wc.status != IBV_WC_SUCCESS)
+		return -3;
+	for (i = 0; i < 7; i++) {
+		if (wait_wc(b->cq, &wc) || wc.wr_id != (uint64_t)i)
+			return -5;
+		rst[i] = wc.status;
+	}
+	/* one doorbell, the first send's: a poller ran the chain */
+	return st_counter(dev, "send_doorbells") == d0 + 1 ? 0 : -1;
+}
+
+/*
+ * A polled run finds the receive WQEs of its sends through a key cache:
+ * a receive WQE that reaches past its MR's end, within the same page as
+ * the six before it through the same key, fails at both ends as it
+ * would alone (the receiver's LOC_PROT_ERR, the sender's REM_OP_ERR) and
+ * nothing lands past the sixth; without it all eight land.
+ */
+static void test_recv_key_cache(void)
+{
+	struct ibv_mr *lmr = NULL, *rmr = NULL;
+	long usecs = read_long(PARAM);
+	uint8_t *fb;
+	int c;
+
+	printf("-- the receive key cache checks each receive WQE\n");
+	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	fb = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fb == MAP_FAILED) {
+		CHECK(0, "buffer");
+		goto out;
+	}
+	fill(fb, 4096, 9);
+	lmr = ibv_reg_mr(pd, fb, 2048, IBV_ACCESS_LOCAL_WRITE);
+	rmr = ibv_reg_mr(pd, fb + 4096, 2048, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(lmr && rmr, "the two MRs");
+	for (c = 0; lmr && rmr && c < 2; c++) {
+		const char *name = c ? "past its MR" : "in range";
+		enum ibv_wc_status st[8], rst[7];
+		uint8_t *dst = fb + 4096;
+		int tries, i, ok = 1, got = -1;
+
+		for (tries = 0; tries < 20 && got; tries++) {
+			struct end a = {}, b = {};
+
+			if (make_rc_pair(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7)) {
+				CHECK(0, "RC pair");
+				break;
+			}
+			memset(fb + 4096, 0, 4096);
+			got = recv_chain(&a, &b, lmr, rmr, fb, c, st, rst);
+			free_end(&a);
+			free_end(&b);
+			if (got < -1)
+				break;
+			if (got)
+				usleep(6000);	/* past a poller's backoff */
+		}
+		if (got < -1) {
+			CHECK(0, "%s: chain failed (%d)", name, got);
+			continue;
+		}
+		if (got) {
+			SKIP("%s: no chain ran in a poller (busy host)", name);
+			continue;
+		}
+		printf("%s: the chain ran in a poller (try %d)\n", name, tries);
+		for (i = 0; i < 6; i++)
+			ok &= st[i] == IBV_WC_SUCCESS &&
+			      rst[i] == IBV_WC_SUCCESS;
+		if (!c) {
+			CHECK(ok && st[6] == IBV_WC_SUCCESS &&
+			      st[7] == IBV_WC_SUCCESS &&
+			      rst[6] == IBV_WC_SUCCESS,
+			      "%s: all eight succeed", name);
+			CHECK(!memcmp(dst, fb, 8 * 64), "%s: all eight landed",
+			      name);
+			continue;
+		}
+		CHECK(ok && st[6] == IBV_WC_REM_OP_ERR &&
+		      rst[6] == IBV_WC_LOC_PROT_ERR &&
+		      st[7] == IBV_WC_WR_FLUSH_ERR,
+		      "%s: six succeed, then %s (receiver %s), then %s", name,
+		      ibv_wc_status_str(st[6]), ibv_wc_status_str(rst[6]),
+		      ibv_wc_status_str(st[7]));
+		CHECK(!memcmp(dst, fb, 6 * 64), "%s: six landed", name);
+		for (i = 6 * 64; i < 4096 && !dst[i]; i++)
+			;
+		CHECK(i == 4096, "%s: nothing written after the sixth (byte %d)",
+		      name, i);
+	}
+	if (lmr)
+		ibv_dereg_mr(lmr);
+	if (rmr)
+		ibv_dereg_mr(rmr);
+	munmap(fb, 2 * 4096);
+out:
+	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
+}
+
 /* Large writes among small ones through ibv_post_send: all complete. */
 static void test_mixed_sizes(struct ibv_mr *mr, uint8_t *buf)
 {
@@ -1390,6 +1553,7 @@ int main(int argc, char **argv)
 		test_large_wqe(mr, buf);
 		test_mixed_sizes(mr, buf);
 		test_fast_lane();
+		test_recv_key_cache();
 		test_shared_poller(mr, buf);
 		test_shared_poller_destroy(mr, buf);
 		test_ring_full_stream(mr, buf);

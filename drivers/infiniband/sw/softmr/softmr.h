@@ -1072,6 +1072,9 @@ struct softmr_conn_cache {
  *	a row; a run for one doorbell would only pay for the caches)
  * @lkeys: the local key found last, while each WQE uses it
  * @rkeys: with a user QP as peer: the remote key found last, likewise
+ * @rqkeys: for a connected QP's SEND and SEND_WITH_IMM to a user QP: the
+ *	key of the receive WQE the last one filled, likewise (a stream of
+ *	sends finds the buffers its receiver reposts under one key)
  */
 struct softmr_req {
 	struct softmr_qp *qp;
@@ -1086,6 +1089,7 @@ struct softmr_req {
 	bool key_caches;
 	struct softmr_key_cache lkeys;
 	struct softmr_key_cache rkeys;
+	struct softmr_key_cache rqkeys;
 };
 
 /* Engine results that are not an ib_wc_status (softmr_engine.c) */

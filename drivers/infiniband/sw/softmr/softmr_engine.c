@@ -484,10 +484,14 @@ static bool softmr_rnr_waiting(struct softmr_qp *qp)
 	return waiting;
 }
 
-/* Look up and check a receive WQE's scatter list into @rq->sgl. */
+/*
+ * Look up and check a receive WQE's scatter list into @rq->sgl, through
+ * the key cache @kc (NULL: none).
+ */
 static enum ib_wc_status softmr_rwqe_resolve(struct softmr_qp *qp,
 					     struct softmr_wq *rq,
-					     const struct softmr_recv_wqe *rwqe)
+					     const struct softmr_recv_wqe *rwqe,
+					     struct softmr_key_cache *kc)
 {
 	if (rwqe->num_sge > rq->max_sge) {
 		rq->sgl->num = 0;
@@ -495,7 +499,32 @@ static enum ib_wc_status softmr_rwqe_resolve(struct softmr_qp *qp,
 	}
 	return softmr_sgl_resolve(qp->sdev, qp->ibqp.pd, rwqe->sge,
 				  rwqe->num_sge, IB_ACCESS_LOCAL_WRITE, rq->sgl,
-				  NULL);
+				  kc);
+}
+
+/* Is a receive WQE's key cached for a WQE of @opcode? */
+static bool softmr_opcode_caches_rwqe(u32 opcode)
+{
+	return opcode == IB_WR_SEND || opcode == IB_WR_SEND_WITH_IMM;
+}
+
+/*
+ * The receive key cache for @req's delivery, or NULL.  Only a SEND or
+ * SEND_WITH_IMM of a connected QP to a user QP, in a run with key caches,
+ * uses it: such a WQE waits for nothing between its receive WQE's lookup
+ * and the copy into it, and nothing after (the receive queue's lock is
+ * taken before, dropping the cache when it must wait: softmr_req_execute()).
+ * Datagrams may go to the wire, SEND_WITH_INV invalidates (a window's
+ * lock) and RDMA_WRITE_WITH_IMM writes first: with one of them, the entry
+ * a WQE before left would be held over a wait that is not its own.
+ */
+static struct softmr_key_cache *softmr_rqkeys_used(struct softmr_req *req,
+						   bool connected_send)
+{
+	if (!connected_send || !req->key_caches || !req->peer->is_user ||
+	    !softmr_opcode_caches_rwqe(req->wqe->opcode))
+		return NULL;
+	return &req->rqkeys;
 }
 
 /*
@@ -533,7 +562,8 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	rwqe = softmr_wq_take(rq);
 	wr_id = rwqe->wr_id;
 	rsgl = rq->sgl;
-	st = softmr_rwqe_resolve(peer, rq, rwqe);
+	st = softmr_rwqe_resolve(peer, rq, rwqe,
+				 softmr_rqkeys_used(req, is_send && !dgram));
 	need = is_send ? req->len + (dgram ? SOFTMR_GRH_BYTES : 0) : 0;
 	if (st == IB_WC_SUCCESS && rsgl->len < need)
 		st = IB_WC_LOC_LEN_ERR;
@@ -673,7 +703,7 @@ int softmr_engine_wire_recv(struct softmr_dev *sdev,
 		goto unlock;
 	rwqe = softmr_wq_take(rq);
 	wc.wr_id = rwqe->wr_id;
-	st = softmr_rwqe_resolve(qp, rq, rwqe);
+	st = softmr_rwqe_resolve(qp, rq, rwqe, NULL);
 	/*
 	 * Nor does it fault ODP memory in or wait for a dma-buf exporter:
 	 * such a receive WQE stays where it is for the QP's worker
@@ -1312,8 +1342,11 @@ static int softmr_req_execute(struct softmr_req *req)
 	/* SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM consume a receive WQE */
 	rq = softmr_qp_rq(peer);
 	softmr_key_cache_drop(&req->rkeys);	/* not held over the wait */
-	if (mutex_lock_killable(&rq->lock))
-		return SOFTMR_STOP;
+	if (!mutex_trylock(&rq->lock)) {
+		softmr_key_cache_drop(&req->rqkeys);	/* nor this one */
+		if (mutex_lock_killable(&rq->lock))
+			return SOFTMR_STOP;
+	}
 	if (req->wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
 		u32 n;
 
@@ -1444,6 +1477,8 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	if (st == IB_WC_SUCCESS && !req->inl)
 		req->len = req->local.len;
 	if (st == IB_WC_SUCCESS && READ_ONCE(qp->wire_on)) {
+		/* a receive WQE's MR is not held over the wire's waits */
+		softmr_key_cache_drop(&req->rqkeys);
 		st = softmr_wire_req_post(req);
 		softmr_sgl_release(&req->local);
 		return st;
@@ -1583,6 +1618,9 @@ static void softmr_key_caches_prune(struct softmr_qp *qp,
 	/* a zero-length RDMA operation does not look its rkey up */
 	if (!bytes || softmr_wqe_rkey(wqe) != req->rkeys.key)
 		softmr_key_cache_drop(&req->rkeys);
+	/* only a plain send uses a receive WQE's key (softmr_rqkeys_used()) */
+	if (!softmr_opcode_caches_rwqe(wqe->opcode))
+		softmr_key_cache_drop(&req->rqkeys);
 	/* nor does a local operation send to the partner */
 	if (softmr_opcode_local(wqe->opcode))
 		softmr_conn_cache_release(&req->conn);
@@ -1701,6 +1739,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	softmr_wq_publish(sq);
 	softmr_key_cache_drop(&req->lkeys);
 	softmr_key_cache_drop(&req->rkeys);
+	softmr_key_cache_drop(&req->rqkeys);
 	softmr_conn_cache_release(&req->conn);
 	req->key_caches = false;
 	return more;
