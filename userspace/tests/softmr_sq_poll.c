@@ -1038,6 +1038,85 @@ enum fast_case { FAST_REMOTE_PAST, FAST_LOCAL_PAST, FAST_INLINE };
 #define FAST_INLINE_BYTE	0x5a
 
 /*
+ * The buffer of a chain test: two pages, an MR over the first half of
+ * each, @lmr (LOCAL_WRITE) in the first and @rmr (@raccess) in the
+ * second; the first page filled from @seed.
+ */
+struct chain_buf {
+	uint8_t *fb;
+	struct ibv_mr *lmr, *rmr;
+};
+
+static int chain_buf_make(struct chain_buf *cb, int seed, int raccess)
+{
+	*cb = (struct chain_buf){};
+	cb->fb = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cb->fb == MAP_FAILED) {
+		cb->fb = NULL;
+		CHECK(0, "buffer");
+		return -1;
+	}
+	fill(cb->fb, 4096, seed);
+	cb->lmr = ibv_reg_mr(pd, cb->fb, 2048, IBV_ACCESS_LOCAL_WRITE);
+	cb->rmr = ibv_reg_mr(pd, cb->fb + 4096, 2048, raccess);
+	CHECK(cb->lmr && cb->rmr, "the two MRs");
+	return cb->lmr && cb->rmr ? 0 : -1;
+}
+
+static void chain_buf_free(struct chain_buf *cb)
+{
+	if (cb->lmr)
+		ibv_dereg_mr(cb->lmr);
+	if (cb->rmr)
+		ibv_dereg_mr(cb->rmr);
+	if (cb->fb)
+		munmap(cb->fb, 2 * 4096);
+}
+
+/*
+ * Eight signaled 64-byte WRs of @opcode, chained, the i-th gathering
+ * @lmr's bytes at @fb + i * 64.
+ */
+static void chain_wrs(struct ibv_send_wr *wr, struct ibv_sge *sg,
+		      uint8_t *fb, struct ibv_mr *lmr,
+		      enum ibv_wr_opcode opcode)
+{
+	int i;
+
+	memset(wr, 0, 8 * sizeof(*wr));
+	for (i = 0; i < 8; i++) {
+		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
+					   lmr->lkey };
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = opcode;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
+	}
+}
+
+/* Does a poller watch @qp's ring within 3 ms (a debug kernel is slow)? */
+static bool watched_within_3ms(struct ibv_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < 20; i++)
+		if (watched_soon(to_sqp(qp)))
+			return true;
+	return false;
+}
+
+/* The index of the first nonzero byte of @p in [@from, @to), or @to. */
+static int first_written(const uint8_t *p, int from, int to)
+{
+	while (from < to && !p[from])
+		from++;
+	return from;
+}
+
+/*
  * One chain of eight 64-byte signaled RDMA WRITEs from @fb's first page
  * (MR @lmr) to its second (MR @rmr), posted while the poller watches:
  * six in range, then the case's WQE, then one more.  Returns the WRITEs
@@ -1047,7 +1126,6 @@ enum fast_case { FAST_REMOTE_PAST, FAST_LOCAL_PAST, FAST_INLINE };
 static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
 		       uint8_t *fb, enum fast_case c, enum ibv_wc_status *st)
 {
-	struct softmr_qp *sq = to_sqp(a->qp);
 	uint8_t inl[64];
 	struct ibv_sge sg[8];
 	struct ibv_send_wr wr[8];
@@ -1056,18 +1134,10 @@ static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
 	int i;
 
 	memset(inl, FAST_INLINE_BYTE, sizeof(inl));
-	memset(wr, 0, sizeof(wr));
+	chain_wrs(wr, sg, fb, lmr, IBV_WR_RDMA_WRITE);
 	for (i = 0; i < 8; i++) {
-		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
-					   lmr->lkey };
-		wr[i].wr_id = i;
-		wr[i].sg_list = &sg[i];
-		wr[i].num_sge = 1;
-		wr[i].opcode = IBV_WR_RDMA_WRITE;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
 		wr[i].wr.rdma.remote_addr = (uintptr_t)fb + 4096 + i * 64;
 		wr[i].wr.rdma.rkey = rmr->rkey;
-		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
 	}
 	switch (c) {
 	case FAST_REMOTE_PAST:	/* 32 bytes past rmr's end, same page */
@@ -1086,9 +1156,7 @@ static long fast_chain(struct end *a, struct ibv_mr *lmr, struct ibv_mr *rmr,
 	if (post(a->qp, &wr[7]) || wait_wc(a->cq, &wc) ||
 	    wc.status != IBV_WC_SUCCESS)
 		return -1;
-	for (i = 0; i < 20 && !watched_soon(sq); i++)
-		;	/* 3 ms at most: a debug kernel starts it slowly */
-	if (i == 20)
+	if (!watched_within_3ms(a->qp))
 		return -1;
 	memset(fb + 4096, 0, 4096);
 	if (post(a->qp, &wr[0]))
@@ -1116,26 +1184,19 @@ static void test_fast_lane(void)
 	static const enum ibv_wc_status want[] = { IBV_WC_REM_ACCESS_ERR,
 						   IBV_WC_LOC_PROT_ERR,
 						   IBV_WC_SUCCESS };
-	struct ibv_mr *lmr = NULL, *rmr = NULL;
 	long usecs = read_long(PARAM);
+	struct chain_buf cb;
 	uint8_t *fb;
 	int c;
 
 	printf("-- the fast lane checks each WQE\n");
 	/* the longest watch: the chain comes after a completion's wait */
 	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
-	fb = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fb == MAP_FAILED) {
-		CHECK(0, "buffer");
+	if (chain_buf_make(&cb, 5, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE))
 		goto out;
-	}
-	fill(fb, 4096, 5);
-	lmr = ibv_reg_mr(pd, fb, 2048, IBV_ACCESS_LOCAL_WRITE);
-	rmr = ibv_reg_mr(pd, fb + 4096, 2048, IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE);
-	CHECK(lmr && rmr, "the two MRs");
-	for (c = FAST_REMOTE_PAST; lmr && rmr && c <= FAST_INLINE; c++) {
+	fb = cb.fb;
+	for (c = FAST_REMOTE_PAST; c <= FAST_INLINE; c++) {
 		enum ibv_wc_status st[8];
 		struct end a = {}, b = {};
 		long fast = -1;
@@ -1148,7 +1209,7 @@ static void test_fast_lane(void)
 				CHECK(0, "RC pair");
 				break;
 			}
-			fast = fast_chain(&a, lmr, rmr, fb, c, st);
+			fast = fast_chain(&a, cb.lmr, cb.rmr, fb, c, st);
 			free_end(&a);
 			free_end(&b);
 			if (fast <= 0)
@@ -1179,19 +1240,14 @@ static void test_fast_lane(void)
 			      !memcmp(dst + 7 * 64, fb + 7 * 64, 64),
 			      "inline: the inline data and the last write landed");
 		} else {
-			for (i = 6 * 64; i < 4096 && !dst[i]; i++)
-				;
+			i = first_written(dst, 6 * 64, 4096);
 			CHECK(i == 4096,
 			      "%s: nothing written after the sixth (byte %d)",
 			      name[c], i);
 		}
 	}
-	if (lmr)
-		ibv_dereg_mr(lmr);
-	if (rmr)
-		ibv_dereg_mr(rmr);
-	munmap(fb, 2 * 4096);
 out:
+	chain_buf_free(&cb);
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
@@ -1219,17 +1275,7 @@ static int recv_chain(struct end *a, struct end *b, struct ibv_mr *lmr,
 	long long d0;
 	int i;
 
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < 8; i++) {
-		sg[i] = (struct ibv_sge) { (uintptr_t)fb + i * 64, 64,
-					   lmr->lkey };
-		wr[i].wr_id = i;
-		wr[i].sg_list = &sg[i];
-		wr[i].num_sge = 1;
-		wr[i].opcode = IBV_WR_SEND;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
-	}
+	chain_wrs(wr, sg, fb, lmr, IBV_WR_SEND);
 	/* the first, an empty send through the doorbell, starts the poller */
 	if (post_recv(b->qp, 100, &rsg, 1))
 		return -2;
@@ -1245,9 +1291,7 @@ static int recv_chain(struct end *a, struct end *b, struct ibv_mr *lmr,
 	if (post(a->qp, &go) || wait_wc(a->cq, &wc) ||
 	    wc.status != IBV_WC_SUCCESS)
 		return -3;
-	for (i = 0; i < 20 && !watched_soon(to_sqp(a->qp)); i++)
-		;	/* 3 ms at most: a debug kernel starts it slowly */
-	if (i == 20)
+	if (!watched_within_3ms(a->qp))
 		return -1;
 	if (post(a->qp, &wr[0]))
 		return -2;
@@ -1277,24 +1321,17 @@ static int recv_chain(struct end *a, struct end *b, struct ibv_mr *lmr,
  */
 static void test_recv_key_cache(void)
 {
-	struct ibv_mr *lmr = NULL, *rmr = NULL;
 	long usecs = read_long(PARAM);
+	struct chain_buf cb;
 	uint8_t *fb;
 	int c;
 
 	printf("-- the receive key cache checks each receive WQE\n");
 	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
-	fb = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fb == MAP_FAILED) {
-		CHECK(0, "buffer");
+	if (chain_buf_make(&cb, 9, IBV_ACCESS_LOCAL_WRITE))
 		goto out;
-	}
-	fill(fb, 4096, 9);
-	lmr = ibv_reg_mr(pd, fb, 2048, IBV_ACCESS_LOCAL_WRITE);
-	rmr = ibv_reg_mr(pd, fb + 4096, 2048, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(lmr && rmr, "the two MRs");
-	for (c = 0; lmr && rmr && c < 2; c++) {
+	fb = cb.fb;
+	for (c = 0; c < 2; c++) {
 		const char *name = c ? "past its MR" : "in range";
 		enum ibv_wc_status st[8], rst[7];
 		uint8_t *dst = fb + 4096;
@@ -1308,7 +1345,7 @@ static void test_recv_key_cache(void)
 				break;
 			}
 			memset(fb + 4096, 0, 4096);
-			got = recv_chain(&a, &b, lmr, rmr, fb, c, st, rst);
+			got = recv_chain(&a, &b, cb.lmr, cb.rmr, fb, c, st, rst);
 			free_end(&a);
 			free_end(&b);
 			if (got < -1)
@@ -1344,17 +1381,12 @@ static void test_recv_key_cache(void)
 		      ibv_wc_status_str(st[6]), ibv_wc_status_str(rst[6]),
 		      ibv_wc_status_str(st[7]));
 		CHECK(!memcmp(dst, fb, 6 * 64), "%s: six landed", name);
-		for (i = 6 * 64; i < 4096 && !dst[i]; i++)
-			;
+		i = first_written(dst, 6 * 64, 4096);
 		CHECK(i == 4096, "%s: nothing written after the sixth (byte %d)",
 		      name, i);
 	}
-	if (lmr)
-		ibv_dereg_mr(lmr);
-	if (rmr)
-		ibv_dereg_mr(rmr);
-	munmap(fb, 2 * 4096);
 out:
+	chain_buf_free(&cb);
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 

@@ -518,10 +518,10 @@ static bool softmr_opcode_caches_rwqe(u32 opcode)
  * lock) and RDMA_WRITE_WITH_IMM writes first: with one of them, the entry
  * a WQE before left would be held over a wait that is not its own.
  */
-static struct softmr_key_cache *softmr_rqkeys_used(struct softmr_req *req,
-						   bool connected_send)
+static struct softmr_key_cache *softmr_rqkeys_used(struct softmr_req *req)
 {
-	if (!connected_send || !req->key_caches || !req->peer->is_user ||
+	if (!req->key_caches || !req->peer->is_user ||
+	    softmr_qp_datagram(req->peer) ||
 	    !softmr_opcode_caches_rwqe(req->wqe->opcode))
 		return NULL;
 	return &req->rqkeys;
@@ -562,8 +562,7 @@ static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 	rwqe = softmr_wq_take(rq);
 	wr_id = rwqe->wr_id;
 	rsgl = rq->sgl;
-	st = softmr_rwqe_resolve(peer, rq, rwqe,
-				 softmr_rqkeys_used(req, is_send && !dgram));
+	st = softmr_rwqe_resolve(peer, rq, rwqe, softmr_rqkeys_used(req));
 	need = is_send ? req->len + (dgram ? SOFTMR_GRH_BYTES : 0) : 0;
 	if (st == IB_WC_SUCCESS && rsgl->len < need)
 		st = IB_WC_LOC_LEN_ERR;
