@@ -208,8 +208,12 @@ struct softmr_create_cq_resp {
  *            kernel (the provider rings the receive doorbell in ERR so
  *            that new receive WQEs are flushed)
  * @rnr_waiting: receive queues: set by the kernel while a sender waits for
- *               a receive WQE here; the provider then rings the receive
- *               doorbell after posting, so the sender resumes at once
+ *               a receive WQE here; the provider, after moving @producer
+ *               and a full barrier, then rings the receive doorbell, so
+ *               the sender resumes at once.  The kernel sets it, then
+ *               (after a full barrier) reads @producer once more.  A
+ *               sender whose kernel poller watches @producer meanwhile
+ *               leaves it clear until the poller stops.
  * @sq_polled: send queues: set by the kernel while it watches @producer
  *             (after a doorbell, for a while); the provider, after moving
  *             @producer and a full barrier, skips the send doorbell while

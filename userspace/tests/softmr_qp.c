@@ -165,6 +165,42 @@ static void test_rc_errors(struct ibv_mr *mr, uint8_t *buf)
 	CHECK(!wait_wc(b.cq, &wc) && wc.wr_id == 93 && wc.byte_len == 100,
 	      "receive completed");
 
+	/*
+	 * a QP flushed in the middle of an RNR wait with its last retry
+	 * spent (rnr_retry 1, the receiver's timer 491 ms), then connected
+	 * anew with rnr_retry 7: its next send waits for a receive again
+	 * instead of failing at once
+	 */
+	{
+		struct end c = {}, d = {};
+		struct ibv_qp_attr ra = { .qp_state = IBV_QPS_RESET };
+
+		CHECK(!make_end(&c, IBV_QPT_RC, NULL) &&
+		      !make_end(&d, IBV_QPT_RC, NULL) &&
+		      !to_rts(c.qp, d.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 1,
+			      31) &&
+		      !to_rts(d.qp, c.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 1,
+			      31), "RC pair, rnr_retry 1, RNR timer 491 ms");
+		CHECK(!post(c.qp, &wr), "send before any receive");
+		usleep(20000);	/* its first RNR wait, the last retry left */
+		ra.qp_state = IBV_QPS_ERR;
+		CHECK(!ibv_modify_qp(c.qp, &ra, IBV_QP_STATE) &&
+		      !wait_wc(c.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR,
+		      "moved to ERR in the RNR wait: flushed (%s)",
+		      ibv_wc_status_str(wc.status));
+		ra.qp_state = IBV_QPS_RESET;
+		CHECK(!ibv_modify_qp(c.qp, &ra, IBV_QP_STATE) &&
+		      !to_rts(c.qp, d.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 7,
+			      31), "reset and connected again, rnr_retry 7");
+		CHECK(!post(c.qp, &wr), "send before any receive, again");
+		CHECK(no_wc(c.cq), "it waits (RNR), as the new rnr_retry says");
+		CHECK(!post_recv(d.qp, 94, &s, 1) && !wait_wc(c.cq, &wc) &&
+		      wc.status == IBV_WC_SUCCESS,
+		      "the receive resumes it: %s", ibv_wc_status_str(wc.status));
+		free_end(&c);
+		free_end(&d);
+	}
+
 	/* a receive WQE with a stale lkey: responder LOC_PROT_ERR */
 	s.lkey ^= 0x300;
 	CHECK(!post_recv(b.qp, 95, &s, 1), "post receive with a bad lkey");

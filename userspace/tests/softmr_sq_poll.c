@@ -1390,6 +1390,241 @@ out:
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
+/*
+ * An RC pair for the RNR tests: @b, the receiver, asks for RNR waits of
+ * @timer (min_rnr_timer), @a retries @rnr_retry times.
+ */
+static int make_rnr_pair(struct end *a, struct end *b, int rnr_retry,
+			 int timer)
+{
+	if (make_end(a, IBV_QPT_RC, NULL) || make_end(b, IBV_QPT_RC, NULL))
+		return -1;
+	if (to_rts(a->qp, b->qp->qp_num, IBV_ACCESS_LOCAL_WRITE, rnr_retry,
+		   timer) ||
+	    to_rts(b->qp, a->qp->qp_num, IBV_ACCESS_LOCAL_WRITE, rnr_retry,
+		   timer))
+		return -1;
+	return 0;
+}
+
+/* The receiver's ring asks for a receive doorbell (rnr_waiting). */
+static uint32_t rnr_flag(struct ibv_qp *qp)
+{
+	return __atomic_load_n(&to_sqp(qp)->rq.hdr->rnr_waiting,
+			       __ATOMIC_SEQ_CST);
+}
+
+/* Spin for @us microseconds (sleeping would give a TCG VM's CPU away). */
+static void spin_us(long us)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (ns_between(&t0, &t) < us * 1000);
+}
+
+/*
+ * An empty signaled send through the doorbell, into a receive WQE posted
+ * for it, then the wait for a poller to watch @a: 0, -1 when none came
+ * to watch, -2 when the send failed.
+ */
+static int rnr_go(struct end *a, struct end *b)
+{
+	struct ibv_send_wr go = { .wr_id = 100, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_wc wc;
+
+	if (post_recv(b->qp, 100, NULL, 0) || post(a->qp, &go) ||
+	    wait_wc(a->cq, &wc) || wc.status != IBV_WC_SUCCESS ||
+	    wait_wc(b->cq, &wc) || wc.status != IBV_WC_SUCCESS)
+		return -2;
+	return watched_within_3ms(a->qp) ? 0 : -1;
+}
+
+#define RNR_N	32
+
+/*
+ * One try of the polled RNR stream: RNR_N sends posted while the poller
+ * watches and the receiver has no receive WQE, then the receiver posts
+ * one every 30 us.  0 when all arrived in order with their data; -1 when
+ * no poller watched; -2 or less for a failure.  The receive doorbells
+ * and the waits the poller ended go to @db and @resumes.
+ */
+static int rnr_stream(struct chain_buf *cb, long *db, long *resumes,
+		      long *waits)
+{
+	struct ibv_send_wr wr[RNR_N];
+	struct ibv_sge sg[RNR_N], rsg;
+	struct end a = {}, b = {};
+	long long db0, r0, w0;
+	struct ibv_wc wc;
+	int i, ret = 0;
+
+	if (make_rnr_pair(&a, &b, 7, 24))	/* RNR timer: 41 ms */
+		return -2;
+	memset(cb->fb + 4096, 0, 2048);
+	db0 = st_counter(dev, "recv_doorbells");
+	r0 = st_counter(dev, "rnr_poll_resumes");
+	w0 = st_counter(dev, "rnr_waits");
+	ret = rnr_go(&a, &b);
+	if (ret)
+		goto out;
+	for (i = 0; i < RNR_N; i++) {
+		sg[i] = (struct ibv_sge){ (uintptr_t)cb->fb + i * 64, 64,
+					  cb->lmr->lkey };
+		wr[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &sg[i],
+			.num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < RNR_N ? &wr[i + 1] : NULL };
+	}
+	if (post(a.qp, wr)) {
+		ret = -2;
+		goto out;
+	}
+	for (i = 0; i < RNR_N; i++) {
+		spin_us(30);
+		rsg = (struct ibv_sge){ (uintptr_t)cb->fb + 4096 + i * 64, 64,
+					cb->rmr->lkey };
+		if (post_recv(b.qp, i, &rsg, 1)) {
+			ret = -2;
+			goto out;
+		}
+	}
+	for (i = 0; i < RNR_N && !ret; i++)
+		if (wait_wc(a.cq, &wc) || wc.wr_id != (uint64_t)i ||
+		    wc.status != IBV_WC_SUCCESS)
+			ret = -3;
+	for (i = 0; i < RNR_N && !ret; i++)
+		if (wait_wc(b.cq, &wc) || wc.wr_id != (uint64_t)i ||
+		    wc.status != IBV_WC_SUCCESS || wc.byte_len != 64)
+			ret = -4;
+	if (!ret && memcmp(cb->fb + 4096, cb->fb, RNR_N * 64))
+		ret = -5;
+	*db = st_counter(dev, "recv_doorbells") - db0;
+	*resumes = st_counter(dev, "rnr_poll_resumes") - r0;
+	*waits = st_counter(dev, "rnr_waits") - w0;
+out:
+	free_end(&a);
+	free_end(&b);
+	return ret;
+}
+
+/*
+ * A send whose receiver has no receive WQE, run by a watching poller,
+ * with the receiver's RNR timer at @timer and @rnr_retry retries; the
+ * receiver posts none.  0, -1 when no poller watched, -2 on failure.
+ */
+static int rnr_polled_send(struct end *a, struct end *b, int rnr_retry,
+			   int timer)
+{
+	struct ibv_send_wr wr = { .wr_id = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	int ret;
+
+	if (make_rnr_pair(a, b, rnr_retry, timer))
+		return -2;
+	ret = rnr_go(a, b);
+	if (!ret && post(a->qp, &wr))
+		ret = -2;
+	return ret;
+}
+
+/* rnr_polled_send(), tried until a poller watched, 10 times at most. */
+static int rnr_polled_send_tries(struct end *a, struct end *b, int rnr_retry,
+				 int timer)
+{
+	int tries, got = -1;
+
+	for (tries = 0; tries < 10 && got == -1; tries++) {
+		got = rnr_polled_send(a, b, rnr_retry, timer);
+		if (got == -1) {
+			free_end(a);
+			free_end(b);
+			usleep(6000);	/* past a poller's backoff */
+		}
+	}
+	if (got == -1)
+		SKIP("no poller watched an RNR wait, rnr_retry %d (busy host)",
+		     rnr_retry);
+	return got;
+}
+
+/*
+ * A polled QP whose send finds no receive WQE stays with its poller,
+ * which watches the receiver's queue: the receiver's posts need no
+ * receive doorbell (rnr_poll_resumes, recv_doorbells), and every message
+ * lands in order.  When the poller stops watching, the receiver's ring
+ * asks for the doorbell again (rnr_waiting), so its next post resumes the
+ * sender at once, not after the RNR timer (491 ms here).  A finite
+ * rnr_retry still runs out while the poller watches.
+ */
+static void test_rnr_polled(void)
+{
+	long usecs = read_long(PARAM), db = 0, resumes = 0, waits = 0;
+	struct end a = {}, b = {};
+	struct timespec t0, t;
+	struct chain_buf cb;
+	struct ibv_wc wc;
+	int tries, got = -1;
+	uint32_t flag;
+
+	printf("-- the poller watches for the receive WQE an RNR wait needs\n");
+	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	if (chain_buf_make(&cb, 11, IBV_ACCESS_LOCAL_WRITE))
+		goto out;
+	for (tries = 0; tries < 10; tries++) {
+		got = rnr_stream(&cb, &db, &resumes, &waits);
+		if (got < -1 || (!got && db < RNR_N / 4))
+			break;
+		usleep(6000);	/* past a poller's backoff */
+	}
+	if (got == -1) {
+		SKIP("no poller watched an RNR stream (busy host)");
+	} else {
+		CHECK(!got, "%d sends, each into a receive posted after it: in order, with their data (%d)",
+		      RNR_N, got);
+		printf("%d receives posted after their sends: %ld RNR waits, %ld ended by the poller, %ld receive doorbells (try %d)\n",
+		       RNR_N, waits, resumes, db, tries + 1);
+		CHECK(resumes > 0 && db < RNR_N / 4,
+		      "the poller ended %ld RNR waits; %ld receive doorbells for %d receives (try %d)",
+		      resumes, db, RNR_N, tries + 1);
+	}
+
+	got = rnr_polled_send_tries(&a, &b, 7, 31);
+	CHECK(got >= -1, "an RNR wait under the poller");
+	if (!got) {
+		usleep(30000);	/* the poller leaves after 1 ms */
+		flag = rnr_flag(b.qp);
+		CHECK(flag == 1, "the poller gone, the receiver is asked to ring (rnr_waiting %u)",
+		      flag);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(!post_recv(b.qp, 1, NULL, 0) && !wait_wc(a.cq, &wc) &&
+		      wc.status == IBV_WC_SUCCESS, "the send completes");
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		printf("the poller gone, a receive resumed the send in %ld us\n",
+		       ns_between(&t0, &t) / 1000);
+		CHECK(ns_between(&t0, &t) < 200000000,
+		      "its receive resumed it in %ld ms, not after the 491 ms RNR timer",
+		      ns_between(&t0, &t) / 1000000);
+	}
+	free_end(&a);
+	free_end(&b);
+
+	got = rnr_polled_send_tries(&a, &b, 2, 1);
+	if (got != -1)
+		CHECK(!got && !wait_wc(a.cq, &wc) &&
+		      wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+		      "rnr_retry 2 with no receive: %s",
+		      got ? "failed" : ibv_wc_status_str(wc.status));
+	free_end(&a);
+	free_end(&b);
+out:
+	chain_buf_free(&cb);
+	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
+}
+
 /* Large writes among small ones through ibv_post_send: all complete. */
 static void test_mixed_sizes(struct ibv_mr *mr, uint8_t *buf)
 {
@@ -1586,6 +1821,7 @@ int main(int argc, char **argv)
 		test_mixed_sizes(mr, buf);
 		test_fast_lane();
 		test_recv_key_cache();
+		test_rnr_polled();
 		test_shared_poller(mr, buf);
 		test_shared_poller_destroy(mr, buf);
 		test_ring_full_stream(mr, buf);

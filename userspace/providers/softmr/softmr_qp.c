@@ -253,6 +253,18 @@ static bool softmr_sq_open(struct softmr_qp *qp)
 	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
 }
 
+/*
+ * After receive WQEs were posted to @wq: does a sender wait for them, so
+ * that the receive doorbell must resume it (rnr_waiting)?  The producer
+ * index before the flag, as the kernel orders them.
+ */
+static bool softmr_rnr_asked(struct softmr_wq *wq)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit((_Atomic(uint32_t) *)&wq->hdr->rnr_waiting,
+				    memory_order_relaxed);
+}
+
 static int softmr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
@@ -265,7 +277,7 @@ static int softmr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		return EINVAL;
 	}
 	err = softmr_post_recv_wq(&qp->rq, wr, bad_wr, &posted);
-	if (posted && (qp->rq.hdr->rnr_waiting ||
+	if (posted && (softmr_rnr_asked(&qp->rq) ||
 		       softmr_qp_state(qp) == IBV_QPS_ERR)) {
 		int ret = softmr_recv_doorbell(ibqp);
 
@@ -283,7 +295,7 @@ static int softmr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	int err;
 
 	err = softmr_post_recv_wq(&srq->rq, wr, bad_wr, &posted);
-	if (posted && srq->rq.hdr->rnr_waiting) {
+	if (posted && softmr_rnr_asked(&srq->rq)) {
 		int ret = softmr_srq_doorbell(ibsrq);
 
 		if (!err)

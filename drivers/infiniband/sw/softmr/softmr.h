@@ -109,6 +109,8 @@ enum softmr_counter {
 	SOFTMR_CNT_SEND_DOORBELLS,
 	SOFTMR_CNT_SQ_FAST_WRITES,
 	SOFTMR_CNT_SQ_POLL_JOINS,
+	SOFTMR_CNT_RECV_DOORBELLS,
+	SOFTMR_CNT_RNR_POLL_RESUMES,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -514,6 +516,10 @@ struct softmr_sgl {
  * @mmap_entry: user rings: the mmap entry, which owns @hdr
  * @held: WQEs taken (@cons is past them) whose slots are not yet free:
  *	send WQEs in flight on the wire (softmr_wq_hold())
+ * @rnr_waiters: receive queues: the QPs in an RNR wait for a WQE here
+ *	(softmr_rnr.c, under softmr_rnr_lock)
+ * @rnr_asked: a waiter asked the receiver to ring (rnr_waiting); the
+ *	kernel's own copy of the flag, which a swapped ring keeps
  */
 struct softmr_wq {
 	struct softmr_wq_hdr *hdr;
@@ -530,6 +536,8 @@ struct softmr_wq {
 	bool is_user;
 	struct rdma_user_mmap_entry *mmap_entry;
 	u32 held;
+	struct list_head rnr_waiters;
+	bool rnr_asked;
 };
 
 /**
@@ -618,8 +626,12 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  * @owner: that context (doorbell files check it); not referenced
  * @dying: being destroyed: no more work is queued
  * @rnr_left: RNR retries left for the WQE at the head of the SQ
- * @rnr_wq: the receive queue an RNR wait is for (compared only)
- * @rnr_entry: entry in the list of QPs in an RNR wait
+ * @rnr_wq: the receive queue an RNR wait is for (softmr_rnr.c: these
+ *	four under softmr_rnr_lock)
+ * @rnr_quiet: the RNR wait is watched by the QP's poller: the receiver
+ *	is not asked to ring for it
+ * @rnr_deadline: jiffies when the RNR wait's min_rnr_timer has passed
+ * @rnr_entry: entry in @rnr_wq's rnr_waiters
  * @serial: unique for the module's lifetime (QP numbers are recycled)
  * @rtr_serial: the newest serial when the destination was set (RTR): the
  *	partner existed then, so a QP with a higher serial is not it
@@ -675,6 +687,8 @@ struct softmr_qp {
 	bool dying;
 	int rnr_left;
 	struct softmr_wq *rnr_wq;
+	bool rnr_quiet;
+	unsigned long rnr_deadline;
 	struct list_head rnr_entry;
 	u64 serial;
 	u64 rtr_serial;
@@ -978,8 +992,18 @@ void softmr_qp_kick(struct softmr_qp *qp);
 void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
 void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
+void softmr_qp_kick_at(struct softmr_qp *qp, unsigned long delay);
+
+/* softmr_rnr.c */
+void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq, u8 timer,
+		     bool quiet);
 void softmr_rnr_wake(struct softmr_wq *wq);
 void softmr_rnr_forget(struct softmr_qp *qp);
+bool softmr_rnr_waiting(struct softmr_qp *qp);
+bool softmr_rnr_poll(struct softmr_qp *qp);
+void softmr_rnr_unquiet(struct softmr_qp *qp);
+bool softmr_rnr_early(struct softmr_qp *qp);
+void softmr_rnr_wq_gone(struct softmr_wq *wq);
 void softmr_rnr_lock_irqsave(unsigned long *flags)
 	__acquires(softmr_rnr_lock);
 void softmr_rnr_unlock_irqrestore(unsigned long flags)
@@ -1075,6 +1099,8 @@ struct softmr_conn_cache {
  * @rqkeys: for a connected QP's SEND and SEND_WITH_IMM to a user QP: the
  *	key of the receive WQE the last one filled, likewise (a stream of
  *	sends finds the buffers its receiver reposts under one key)
+ * @rnr_quiet: the run is its poller's, which watches the receive queue
+ *	of an RNR wait it begins (softmr_rnr_poll())
  */
 struct softmr_req {
 	struct softmr_qp *qp;
@@ -1090,6 +1116,7 @@ struct softmr_req {
 	struct softmr_key_cache lkeys;
 	struct softmr_key_cache rkeys;
 	struct softmr_key_cache rqkeys;
+	bool rnr_quiet;
 };
 
 /* Engine results that are not an ib_wc_status (softmr_engine.c) */

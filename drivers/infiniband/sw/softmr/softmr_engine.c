@@ -41,8 +41,6 @@
 #define SOFTMR_COPY_PIECE	SZ_1M
 
 static struct workqueue_struct *softmr_engine_wq;
-static LIST_HEAD(softmr_rnr_list);
-static DEFINE_SPINLOCK(softmr_rnr_lock);
 
 /* IB RNR NAK timer field (0..31) in microseconds. */
 const u32 softmr_rnr_usecs[32] = {
@@ -377,111 +375,6 @@ static void softmr_responder_error(struct softmr_qp *peer, bool has_wqe,
 				     NULL);
 	if (peer->ibqp.qp_type == IB_QPT_RC)
 		softmr_qp_set_error(peer);
-}
-
-/*
- * Register @qp as waiting for a receive WQE on @wq (its lock held).
- *
- * A QP being destroyed is never added: destroy_qp sets qp->dying and then
- * takes softmr_rnr_lock (softmr_rnr_forget()), so either this sees dying
- * under the lock or the forget that follows removes the entry.  The list
- * holds no reference; this rule is what keeps a freed QP off it.
- */
-static void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq,
-			    u8 timer)
-{
-	unsigned long delay = usecs_to_jiffies(softmr_rnr_usecs[timer & 31]);
-	unsigned long flags;
-	bool dying;
-
-	lockdep_assert_held(&wq->lock);
-	spin_lock_irqsave(&softmr_rnr_lock, flags);
-	dying = READ_ONCE(qp->dying);
-	if (!dying) {
-		qp->rnr_wq = wq;
-		if (list_empty(&qp->rnr_entry))
-			list_add_tail(&qp->rnr_entry, &softmr_rnr_list);
-		if (wq->is_user)
-			WRITE_ONCE(wq->hdr->rnr_waiting, 1);
-	}
-	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
-	if (dying)
-		return;
-	mod_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
-	softmr_count(qp->sdev, SOFTMR_CNT_RNR_WAITS, 1);
-}
-
-/**
- * softmr_rnr_lock_irqsave() - hold off RNR waits and wakes
- * @flags: saved interrupt state
- *
- * For swapping a receive ring's header that softmr_rnr_wake() may write.
- */
-void softmr_rnr_lock_irqsave(unsigned long *flags)
-	__acquires(softmr_rnr_lock)
-{
-	spin_lock_irqsave(&softmr_rnr_lock, *flags);
-}
-
-/**
- * softmr_rnr_unlock_irqrestore() - undo softmr_rnr_lock_irqsave()
- * @flags: the saved interrupt state
- */
-void softmr_rnr_unlock_irqrestore(unsigned long flags)
-	__releases(softmr_rnr_lock)
-{
-	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
-}
-
-/**
- * softmr_rnr_wake() - receive WQEs were posted to @wq: resume its senders
- * @wq: a receive queue or SRQ
- *
- * Callable in atomic context.
- */
-void softmr_rnr_wake(struct softmr_wq *wq)
-{
-	struct softmr_qp *qp, *tmp;
-	unsigned long flags;
-
-	if (list_empty_careful(&softmr_rnr_list))
-		return;
-	spin_lock_irqsave(&softmr_rnr_lock, flags);
-	list_for_each_entry_safe(qp, tmp, &softmr_rnr_list, rnr_entry) {
-		if (qp->rnr_wq != wq)
-			continue;
-		list_del_init(&qp->rnr_entry);
-		qp->rnr_wq = NULL;
-		mod_delayed_work(softmr_engine_wq, &qp->sq_work, 0);
-	}
-	if (wq->is_user)
-		WRITE_ONCE(wq->hdr->rnr_waiting, 0);
-	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
-}
-
-/**
- * softmr_rnr_forget() - take a QP off the RNR wait list
- * @qp: the QP
- */
-void softmr_rnr_forget(struct softmr_qp *qp)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&softmr_rnr_lock, flags);
-	list_del_init(&qp->rnr_entry);
-	qp->rnr_wq = NULL;
-	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
-}
-
-static bool softmr_rnr_waiting(struct softmr_qp *qp)
-{
-	unsigned long flags;
-	bool waiting;
-
-	spin_lock_irqsave(&softmr_rnr_lock, flags);
-	waiting = !list_empty(&qp->rnr_entry);
-	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
-	return waiting;
 }
 
 /*
@@ -1367,7 +1260,8 @@ static int softmr_req_execute(struct softmr_req *req)
 	}
 out:
 	if (st == SOFTMR_RNR)
-		softmr_rnr_wait(req->qp, rq, READ_ONCE(peer->attr.min_rnr_timer));
+		softmr_rnr_wait(req->qp, rq, READ_ONCE(peer->attr.min_rnr_timer),
+				req->rnr_quiet);
 	mutex_unlock(&rq->lock);
 	return st;
 }
@@ -1507,6 +1401,7 @@ static void softmr_sq_flush(struct softmr_qp *qp)
 	u32 n;
 
 	softmr_wire_conn_flush(qp);	/* those in flight first */
+	qp->rnr_left = -1;	/* the head's RNR retries end with it */
 	if (softmr_wq_pending(sq, &n))
 		return;
 	while (n--) {
@@ -1869,12 +1764,28 @@ void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay)
 		queue_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
 }
 
+/**
+ * softmr_qp_kick_at() - have the engine's worker run a QP's send queue in
+ *	@delay jiffies, sooner or later than a run already queued
+ * @qp: the QP
+ * @delay: jiffies
+ *
+ * Not for a QP being destroyed: the caller holds softmr_rnr_lock with the
+ * QP on a waiter list (softmr_rnr.c; destroy takes it off first), or saw
+ * qp->dying clear with a reference held.  Callable in atomic context.
+ */
+void softmr_qp_kick_at(struct softmr_qp *qp, unsigned long delay)
+{
+	mod_delayed_work(softmr_engine_wq, &qp->sq_work, delay);
+}
+
 void softmr_sq_work(struct work_struct *work)
 {
 	struct softmr_qp *qp = container_of(to_delayed_work(work),
 					    struct softmr_qp, sq_work);
 
-	softmr_rnr_forget(qp);
+	if (softmr_rnr_early(qp))
+		return;	/* an RNR wait that is not due */
 	if (softmr_qp_run_more(qp, true))
 		softmr_qp_kick(qp);
 	else
@@ -2042,6 +1953,7 @@ int softmr_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			*bad_wr = wr;
 			return -EINVAL;
 		}
+		softmr_count(qp->sdev, SOFTMR_CNT_RECV_DOORBELLS, 1);
 		softmr_rq_flush(qp);
 		softmr_rnr_wake(&qp->rq);
 		return 0;

@@ -115,7 +115,9 @@ void softmr_qp_set_error(struct softmr_qp *qp)
 		return;
 	if (qp->srq)
 		softmr_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-	softmr_qp_kick(qp);
+	/* now, an RNR timer armed or not (softmr_rnr_early() lets ERR by) */
+	if (!READ_ONCE(qp->dying))
+		softmr_qp_kick_at(qp, 0);
 }
 
 /* Lock classes of send queues, apart from receive queues (nested in them). */
@@ -231,6 +233,8 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mutex_init(&qp->modify_lock);
 	qp->serial = atomic64_inc_return(&softmr_qp_serial);
 	INIT_LIST_HEAD(&qp->rnr_entry);
+	/* an empty list even for a QP on an SRQ (its own rq is no ring) */
+	INIT_LIST_HEAD(&qp->rq.rnr_waiters);
 	qp->rnr_left = -1;
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
 	INIT_DELAYED_WORK(&qp->sq_poll_work, softmr_sq_poll_work);
@@ -403,6 +407,8 @@ static void softmr_qp_reset_rings(struct softmr_qp *qp)
 		prod = wq->is_user ? READ_ONCE(wq->hdr->producer) : wq->prod;
 		wq->cons = prod;
 		wq->held = 0;
+		if (wq == &qp->sq)
+			qp->rnr_left = -1;	/* no head, no retries */
 		/* slots free only after we are done reading them */
 		smp_store_release(&wq->hdr->consumer, prod);
 		spin_unlock_irqrestore(&wq->post_lock, flags);
@@ -496,6 +502,7 @@ static int __softmr_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	case IB_QPS_RESET:
 		softmr_wire_conn_reset(qp);
 		softmr_wire_ud_reset(qp);
+		softmr_rnr_forget(qp);	/* its head is gone */
 		softmr_qp_reset_rings(qp);
 		break;
 	case IB_QPS_RTR:
@@ -639,8 +646,10 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (WARN_ON_ONCE(!list_empty_careful(&qp->rnr_entry)))
 		softmr_rnr_forget(qp);
 
-	if (!qp->srq)
+	if (!qp->srq) {
+		softmr_rnr_wq_gone(&qp->rq);
 		softmr_wq_cleanup(&qp->rq);
+	}
 	softmr_wq_cleanup(&qp->sq);
 	softmr_engine_qp_cleanup(qp);
 	mutex_destroy(&qp->modify_lock);

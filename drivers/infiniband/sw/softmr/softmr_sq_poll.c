@@ -32,8 +32,8 @@
  *    again (softmr_sq_poll_crowded()); it stops after
  *    SOFTMR_SQ_POLL_SHARE_NS of sharing, unless root set sq_poll_share:
  *    then it shares the CPU as the scheduler deals it out; a QP leaves it after
- *    sq_poll_usecs without a new WQE, when its head cannot run (RNR wait,
- *    fence, a large WQE), when it leaves RTS or is being destroyed; the
+ *    sq_poll_usecs without a new WQE, when its head cannot run (fence, a
+ *    large WQE), when it leaves RTS or is being destroyed; the
  *    run stops when no QP is left, when its own QP is being destroyed,
  *    when sq_poll_usecs becomes 0,
  *    and, looked at every SOFTMR_SQ_POLL_RUN_NS, when another QP was
@@ -43,6 +43,15 @@
  *    for SOFTMR_SQ_POLL_BACKOFF_NS, one that left its CPU to another task
  *    for SOFTMR_SQ_POLL_YIELD_NS (the engine's worker that takes the WQEs
  *    it left starts none then either).
+ * A head that waits for a receive WQE (an RNR wait) is watched too: the
+ * poller looks at the receive queue's producer and runs the head again
+ * once one is posted, so the receiver's provider need not ring for it
+ * (softmr_rnr_poll()).  It looks only while its CPU is otherwise idle:
+ * the receiver may be the task that waits for the CPU.  The receiver is
+ * asked to ring again (rnr_waiting) whenever the poller stops looking: the
+ * QP leaves after sq_poll_usecs without a receive WQE or as soon as
+ * another task wants the CPU, or the poller leaves its CPU
+ * (softmr_rnr_unquiet(), in the same Dekker order as sq_polled).
  * QPs on the wire are not polled: their connection's worker takes WQEs as
  * the window opens.  Polling is off unless sq_poll_usecs is set: the
  * poller's time is not charged to the poster, and the engine worker's own
@@ -100,11 +109,16 @@ static bool softmr_sq_poll_pending(struct softmr_qp *qp)
 	return READ_ONCE(qp->sq.hdr->producer) != READ_ONCE(qp->sq.cons);
 }
 
-/* May the poller go on with @qp? */
+/* May @qp be polled: sending, not being destroyed? */
+static bool softmr_sq_poll_live(struct softmr_qp *qp)
+{
+	return !READ_ONCE(qp->dying) && READ_ONCE(qp->state) == IB_QPS_RTS;
+}
+
+/* May @qp's head run now: polled, and in no RNR wait? */
 static bool softmr_sq_poll_open(struct softmr_qp *qp)
 {
-	return !READ_ONCE(qp->dying) && READ_ONCE(qp->state) == IB_QPS_RTS &&
-	       list_empty_careful(&qp->rnr_entry);
+	return softmr_sq_poll_live(qp) && list_empty_careful(&qp->rnr_entry);
 }
 
 /*
@@ -310,6 +324,7 @@ static void softmr_sq_poll_leave(struct softmr_sq_poll_run *run,
 		backoff = ktime_get_ns() + SOFTMR_SQ_POLL_YIELD_NS;
 	WRITE_ONCE(qp->sq_poll_backoff, backoff);
 	softmr_sq_poll_watch(qp, 0);
+	softmr_rnr_unquiet(qp);	/* the receiver rings for it from now on */
 	/* off every list: a doorbell now may have it join again */
 	spin_lock_irqsave(&run->uc->sq_poll_lock, flags);
 	qp->sq_poll_member = false;
@@ -421,8 +436,10 @@ static void softmr_sq_poll_off_cpu(struct softmr_sq_poll_run *run)
 {
 	unsigned int i;
 
-	for (i = 0; i < run->n; i++)
+	for (i = 0; i < run->n; i++) {
 		softmr_sq_poll_watch(run->m[i].qp, 0);
+		softmr_rnr_unquiet(run->m[i].qp);
+	}
 	schedule();
 	for (i = 0; i < run->n; i++)
 		softmr_sq_poll_watch(run->m[i].qp, 1);
@@ -483,7 +500,8 @@ static bool softmr_sq_poll_go_on(struct softmr_sq_poll_run *run, u64 now,
 
 /*
  * One pass over member @m: up to SOFTMR_SQ_POLL_BATCH of its WQEs.  False
- * when it leaves the run: idle for the idle time, not open, or its head
+ * when it leaves the run: idle for the idle time (no new WQE, or none
+ * posted to the receive queue its head waits for), not live, or its head
  * cannot run (@stuck: a large WQE, or no progress for the idle time).
  */
 static bool softmr_sq_poll_serve(struct softmr_sq_poll_run *run,
@@ -493,8 +511,14 @@ static bool softmr_sq_poll_serve(struct softmr_sq_poll_run *run,
 	struct softmr_qp *qp = m->qp;
 
 	/* moved onto the wire meanwhile, say: as at the start of a run */
-	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_open(qp))
+	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_live(qp))
 		return false;
+	/*
+	 * an RNR wait: its end is watched for the idle time, while no other
+	 * task wants this CPU (the receiver may be the one that waits)
+	 */
+	if (!softmr_rnr_poll(qp))
+		return now <= m->idle_end && single_task_running();
 	if (softmr_sq_poll_pending(qp)) {
 		u32 cons = READ_ONCE(qp->sq.cons);
 		bool more, blocked = false;
@@ -508,8 +532,10 @@ static bool softmr_sq_poll_serve(struct softmr_sq_poll_run *run,
 			*stuck = now > m->idle_end;
 			return !*stuck;
 		}
+		qp->req->rnr_quiet = true;	/* this run watches its RNR waits */
 		more = softmr_sq_process_budget(qp, SOFTMR_SQ_POLL_BATCH, true,
 						&blocked);
+		qp->req->rnr_quiet = false;
 		mutex_unlock(&qp->sq.lock);
 		if (blocked) {	/* a large one: it waits for a doorbell */
 			*stuck = true;

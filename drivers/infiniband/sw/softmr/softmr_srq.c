@@ -234,6 +234,7 @@ int softmr_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct softmr_srq *srq = to_ssrq(ibsrq);
 
+	softmr_rnr_wq_gone(&srq->rq);
 	softmr_wq_cleanup(&srq->rq);
 	atomic_dec(&to_sdev(ibsrq->device)->srq_count);
 	return 0;
@@ -261,6 +262,9 @@ int softmr_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	} else {
 		err = softmr_post_recv_kernel(&srq->rq, wr, bad_wr);
 	}
+	if (srq->rq.is_user)
+		softmr_count(to_sdev(ibsrq->device), SOFTMR_CNT_RECV_DOORBELLS,
+			     1);
 	softmr_rnr_wake(&srq->rq);
 	return err;
 }

@@ -49,6 +49,8 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_SEND_DOORBELLS].name = "send_doorbells",
 	[SOFTMR_CNT_SQ_FAST_WRITES].name = "sq_fast_writes",
 	[SOFTMR_CNT_SQ_POLL_JOINS].name = "sq_poll_joins",
+	[SOFTMR_CNT_RECV_DOORBELLS].name = "recv_doorbells",
+	[SOFTMR_CNT_RNR_POLL_RESUMES].name = "rnr_poll_resumes",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -48,6 +48,7 @@ int softmr_wq_init(struct softmr_wq *wq, u32 wr, u32 sge, u32 payload,
 			       (size_t)wq->num * wq->stride);
 	spin_lock_init(&wq->post_lock);
 	mutex_init(&wq->lock);
+	INIT_LIST_HEAD(&wq->rnr_waiters);
 
 	/* charged to the caller's memory cgroup */
 	wq->hdr = __vmalloc(wq->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
