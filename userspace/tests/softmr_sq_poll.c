@@ -1567,29 +1567,45 @@ static void test_rnr_polled(void)
 	struct timespec t0, t;
 	struct chain_buf cb;
 	struct ibv_wc wc;
-	int tries, got = -1;
+	int tries, counted, got = -1;
 	uint32_t flag;
 
 	printf("-- the poller watches for the receive WQE an RNR wait needs\n");
 	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
 	if (chain_buf_make(&cb, 11, IBV_ACCESS_LOCAL_WRITE))
 		goto out;
-	for (tries = 0; tries < 10; tries++) {
-		got = rnr_stream(&cb, &db, &resumes, &waits);
-		if (got < -1 || (!got && db < RNR_N / 4))
+	/*
+	 * a try counts when a poller watched and the sends met RNR waits (a
+	 * slow kernel's poller may trail the receiver's posts: none at all);
+	 * the last such try is judged
+	 */
+	for (tries = 0, counted = 0; tries < 10; tries++) {
+		long d, r, w;
+
+		got = rnr_stream(&cb, &d, &r, &w);
+		if (got < -1)
 			break;
+		if (!got && w) {
+			counted++;
+			db = d;
+			resumes = r;
+			waits = w;
+			if (db < RNR_N / 4 && resumes > 0)
+				break;
+		}
 		usleep(6000);	/* past a poller's backoff */
 	}
-	if (got == -1) {
-		SKIP("no poller watched an RNR stream (busy host)");
-	} else {
-		CHECK(!got, "%d sends, each into a receive posted after it: in order, with their data (%d)",
+	if (got < -1) {
+		CHECK(0, "%d sends, each into a receive posted after it: in order, with their data (%d)",
 		      RNR_N, got);
-		printf("%d receives posted after their sends: %ld RNR waits, %ld ended by the poller, %ld receive doorbells (try %d)\n",
-		       RNR_N, waits, resumes, db, tries + 1);
+	} else if (!counted) {
+		SKIP("no RNR wait under a watching poller in 10 tries (busy host)");
+	} else {
+		printf("%d receives posted after their sends: %ld RNR waits, %ld ended by the poller, %ld receive doorbells (%d of %d tries counted)\n",
+		       RNR_N, waits, resumes, db, counted, tries + (tries < 10));
 		CHECK(resumes > 0 && db < RNR_N / 4,
-		      "the poller ended %ld RNR waits; %ld receive doorbells for %d receives (try %d)",
-		      resumes, db, RNR_N, tries + 1);
+		      "the poller ended %ld RNR waits; %ld receive doorbells for %d receives",
+		      resumes, db, RNR_N);
 	}
 
 	got = rnr_polled_send_tries(&a, &b, 7, 31);
