@@ -175,12 +175,9 @@ static void test_rc_errors(struct ibv_mr *mr, uint8_t *buf)
 		struct end c = {}, d = {};
 		struct ibv_qp_attr ra = { .qp_state = IBV_QPS_RESET };
 
-		CHECK(!make_end(&c, IBV_QPT_RC, NULL) &&
-		      !make_end(&d, IBV_QPT_RC, NULL) &&
-		      !to_rts(c.qp, d.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 1,
-			      31) &&
-		      !to_rts(d.qp, c.qp->qp_num, IBV_ACCESS_LOCAL_WRITE, 1,
-			      31), "RC pair, rnr_retry 1, RNR timer 491 ms");
+		CHECK(!make_rc_pair_timer(&c, &d, IBV_ACCESS_LOCAL_WRITE, 1,
+					  31),
+		      "RC pair, rnr_retry 1, RNR timer 491 ms");
 		CHECK(!post(c.qp, &wr), "send before any receive");
 		usleep(20000);	/* its first RNR wait, the last retry left */
 		ra.qp_state = IBV_QPS_ERR;

@@ -168,16 +168,23 @@ static inline void free_end(struct end *e)
 	e->cq = NULL;
 }
 
+/* Two RC QPs connected to each other, each asking for RNR waits of @timer. */
+static inline int make_rc_pair_timer(struct end *a, struct end *b, int access,
+				     int rnr_retry, int timer)
+{
+	if (make_end(a, IBV_QPT_RC, NULL) || make_end(b, IBV_QPT_RC, NULL))
+		return -1;
+	if (to_rts(a->qp, b->qp->qp_num, access, rnr_retry, timer) ||
+	    to_rts(b->qp, a->qp->qp_num, access, rnr_retry, timer))
+		return -1;
+	return 0;
+}
+
 /* Two RC QPs connected to each other. */
 static inline int make_rc_pair(struct end *a, struct end *b, int access,
 			       int rnr_retry)
 {
-	if (make_end(a, IBV_QPT_RC, NULL) || make_end(b, IBV_QPT_RC, NULL))
-		return -1;
-	if (to_rts(a->qp, b->qp->qp_num, access, rnr_retry, 1) ||
-	    to_rts(b->qp, a->qp->qp_num, access, rnr_retry, 1))
-		return -1;
-	return 0;
+	return make_rc_pair_timer(a, b, access, rnr_retry, 1);
 }
 
 static inline int post_recv(struct ibv_qp *qp, uint64_t id, struct ibv_sge *sg,

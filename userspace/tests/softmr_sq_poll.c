@@ -1390,23 +1390,6 @@ out:
 	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
-/*
- * An RC pair for the RNR tests: @b, the receiver, asks for RNR waits of
- * @timer (min_rnr_timer), @a retries @rnr_retry times.
- */
-static int make_rnr_pair(struct end *a, struct end *b, int rnr_retry,
-			 int timer)
-{
-	if (make_end(a, IBV_QPT_RC, NULL) || make_end(b, IBV_QPT_RC, NULL))
-		return -1;
-	if (to_rts(a->qp, b->qp->qp_num, IBV_ACCESS_LOCAL_WRITE, rnr_retry,
-		   timer) ||
-	    to_rts(b->qp, a->qp->qp_num, IBV_ACCESS_LOCAL_WRITE, rnr_retry,
-		   timer))
-		return -1;
-	return 0;
-}
-
 /* The receiver's ring asks for a receive doorbell (rnr_waiting). */
 static uint32_t rnr_flag(struct ibv_qp *qp)
 {
@@ -1462,7 +1445,8 @@ static int rnr_stream(struct chain_buf *cb, long *db, long *resumes,
 	struct ibv_wc wc;
 	int i, ret = 0;
 
-	if (make_rnr_pair(&a, &b, 7, 24))	/* RNR timer: 41 ms */
+	/* RNR timer: 41 ms */
+	if (make_rc_pair_timer(&a, &b, IBV_ACCESS_LOCAL_WRITE, 7, 24))
 		return -2;
 	memset(cb->fb + 4096, 0, 2048);
 	db0 = st_counter(dev, "recv_doorbells");
@@ -1523,7 +1507,7 @@ static int rnr_polled_send(struct end *a, struct end *b, int rnr_retry,
 				  .send_flags = IBV_SEND_SIGNALED };
 	int ret;
 
-	if (make_rnr_pair(a, b, rnr_retry, timer))
+	if (make_rc_pair_timer(a, b, IBV_ACCESS_LOCAL_WRITE, rnr_retry, timer))
 		return -2;
 	ret = rnr_go(a, b);
 	if (!ret && post(a->qp, &wr))

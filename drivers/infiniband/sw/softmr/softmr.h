@@ -994,12 +994,25 @@ void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
 void softmr_qp_kick_at(struct softmr_qp *qp, unsigned long delay);
 
+/**
+ * softmr_rnr_waiting() - is @qp in an RNR wait (softmr_rnr.c)?
+ * @qp: the QP
+ *
+ * A hint, without softmr_rnr_lock: what acts on it looks again under the
+ * lock, or under sq.lock in the send queue's run.
+ *
+ * Return: true when it is.
+ */
+static inline bool softmr_rnr_waiting(struct softmr_qp *qp)
+{
+	return !list_empty_careful(&qp->rnr_entry);
+}
+
 /* softmr_rnr.c */
 void softmr_rnr_wait(struct softmr_qp *qp, struct softmr_wq *wq, u8 timer,
 		     bool quiet);
 void softmr_rnr_wake(struct softmr_wq *wq);
 void softmr_rnr_forget(struct softmr_qp *qp);
-bool softmr_rnr_waiting(struct softmr_qp *qp);
 bool softmr_rnr_poll(struct softmr_qp *qp);
 void softmr_rnr_unquiet(struct softmr_qp *qp);
 bool softmr_rnr_early(struct softmr_qp *qp);

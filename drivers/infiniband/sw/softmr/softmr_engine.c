@@ -1569,7 +1569,7 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 		if (READ_ONCE(qp->dying) || fatal_signal_pending(current))
 			break;
 		/* an RNR wait: its timer (softmr_sq_work()) retries the head */
-		if (!list_empty_careful(&qp->rnr_entry))
+		if (softmr_rnr_waiting(qp))
 			break;
 		/*
 		 * the producer index is read again only once the WQEs it

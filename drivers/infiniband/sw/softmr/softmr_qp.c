@@ -643,7 +643,7 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	softmr_work_quiesce(&qp->sq_poll_work);	/* before 6.10 only */
 	softmr_work_quiesce(&qp->sq_work);	/* before 6.10 only */
 	/* nothing runs the QP now; softmr_rnr_wait() skipped it since dying */
-	if (WARN_ON_ONCE(!list_empty_careful(&qp->rnr_entry)))
+	if (WARN_ON_ONCE(softmr_rnr_waiting(qp)))
 		softmr_rnr_forget(qp);
 
 	if (!qp->srq) {

@@ -323,17 +323,3 @@ void softmr_rnr_forget(struct softmr_qp *qp)
 	softmr_rnr_end(qp);
 	spin_unlock_irqrestore(&softmr_rnr_lock, flags);
 }
-
-/**
- * softmr_rnr_waiting() - is @qp in an RNR wait?
- * @qp: the QP
- *
- * A hint, without the lock: the send queue's run looks again under its
- * lock (softmr_sq_process_budget()).
- *
- * Return: true when it is.
- */
-bool softmr_rnr_waiting(struct softmr_qp *qp)
-{
-	return !list_empty_careful(&qp->rnr_entry);
-}

@@ -118,7 +118,7 @@ static bool softmr_sq_poll_live(struct softmr_qp *qp)
 /* May @qp's head run now: polled, and in no RNR wait? */
 static bool softmr_sq_poll_open(struct softmr_qp *qp)
 {
-	return softmr_sq_poll_live(qp) && list_empty_careful(&qp->rnr_entry);
+	return softmr_sq_poll_live(qp) && !softmr_rnr_waiting(qp);
 }
 
 /*
