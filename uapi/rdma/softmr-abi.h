@@ -220,6 +220,17 @@ struct softmr_create_cq_resp {
  *             it reads 1.  The kernel clears it, then (after a full barrier)
  *             reads @producer once more, so a WQE is never left unseen.
  *             A WQE above SOFTMR_SQ_POLL_MAX_BYTES always gets a doorbell.
+ * @sq_deferred: send queues: set by the kernel after a send doorbell, for
+ *               a while (module parameter sq_defer_usecs), when it will
+ *               look at @producer once more by itself at the end of that
+ *               while.  The provider, after moving @producer and a full
+ *               barrier, skips the send doorbell while it reads 1 and owes
+ *               it instead: it rings it when a poll of one of the
+ *               context's CQs finds that CQ drained, or before it arms a
+ *               CQ's notification.  The kernel clears it, then (after a
+ *               full barrier) reads @producer once more and runs what came,
+ *               so a WQE is never left unseen.  A WQE above
+ *               SOFTMR_SQ_POLL_MAX_BYTES always gets a doorbell.
  * @pad1: padding
  */
 struct softmr_wq_hdr {
@@ -229,7 +240,8 @@ struct softmr_wq_hdr {
 	__u32 qp_state;
 	__u32 rnr_waiting;
 	__u32 sq_polled;
-	__u32 pad1[12];
+	__u32 sq_deferred;
+	__u32 pad1[11];
 };
 
 #define SOFTMR_WQ_HDR_SIZE	128

@@ -269,7 +269,16 @@ static int softmr_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	atomic_store_explicit((_Atomic(uint32_t) *)&cq->ring->consumer, cons,
 			      memory_order_release);
 	pthread_spin_unlock(&cq->lock);
+	if (n < ne)	/* drained: the posts it waits for run now */
+		softmr_ring_owed(ibcq->context);
 	return n;
+}
+
+static int softmr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	/* before sleeping on the CQ: WQEs posted without a doorbell run */
+	softmr_ring_owed(ibcq->context);
+	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
 static int softmr_resize_cq(struct ibv_cq *ibcq, int cqe)
@@ -542,6 +551,7 @@ static void softmr_free_context(struct ibv_context *ibctx)
 		munmap((void *)ctx->status, ctx->status_size);
 	if (ctx->db_fd >= 0)
 		close(ctx->db_fd);
+	pthread_spin_destroy(&ctx->owed_lock);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -583,7 +593,7 @@ static const struct verbs_context_ops softmr_ctx_ops = {
 	.reg_dm_mr = softmr_reg_dm_mr,
 	.reg_dmabuf_mr = softmr_reg_dmabuf_mr,
 	.reg_mr = softmr_reg_mr,
-	.req_notify_cq = ibv_cmd_req_notify_cq,
+	.req_notify_cq = softmr_req_notify_cq,
 	.rereg_mr = softmr_rereg_mr,
 	.resize_cq = softmr_resize_cq,
 };
@@ -631,6 +641,8 @@ static struct verbs_context *softmr_init_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 	ctx->db_fd = -1;
+	pthread_spin_init(&ctx->owed_lock, PTHREAD_PROCESS_PRIVATE);
+	list_head_init(&ctx->owed);
 
 	if (import)
 		ret = ibv_cmd_query_context(&ctx->ibv_ctx.context, NULL);
@@ -670,6 +682,7 @@ static struct verbs_context *softmr_init_context(struct ibv_device *ibdev,
 err:
 	if (ctx->status)
 		munmap((void *)ctx->status, ctx->status_size);
+	pthread_spin_destroy(&ctx->owed_lock);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 	errno = ret;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <ccan/list.h>
 #include <infiniband/driver.h>
 #include <rdma/softmr-abi.h>
 
@@ -26,6 +27,14 @@ struct softmr_context {
 	size_t status_size;
 	/* the send doorbell file (SOFTMR_IB_METHOD_DOORBELL_FD), or -1 */
 	int db_fd;
+	/*
+	 * QPs that owe the kernel a send doorbell (sq_deferred): rung when a
+	 * poll finds one of the context's CQs drained, or before a CQ's
+	 * notification is armed (softmr_ring_owed())
+	 */
+	pthread_spinlock_t owed_lock;
+	struct list_head owed;
+	uint32_t owed_n;	/* entries on @owed; read unlocked as a hint */
 };
 
 struct softmr_cq {
@@ -77,6 +86,9 @@ struct softmr_qp {
 	uint32_t wr_prod;
 	int wr_err;
 	struct softmr_send_wqe *wr_cur;
+	/* on the context's owed list (under its owed_lock; read as a hint) */
+	uint32_t owed;
+	struct list_node owed_node;
 };
 
 static inline struct softmr_qp *to_sqp(struct ibv_qp *ibqp)
@@ -134,5 +146,7 @@ int softmr_cq_map(struct softmr_cq *cq, int cmd_fd,
 /* softmr_cq_ex.c */
 struct ibv_cq_ex *softmr_create_cq_ex(struct ibv_context *ctx,
 				      struct ibv_cq_init_attr_ex *attr);
+/* softmr_qp.c */
+void softmr_ring_owed(struct ibv_context *ibctx);
 
 #endif /* SOFTMR_PROVIDER_H */

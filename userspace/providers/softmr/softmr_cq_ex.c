@@ -70,8 +70,11 @@ static int softmr_cq_start_poll(struct ibv_cq_ex *ibcq,
 	pthread_spin_lock(&cq->lock);
 	cq->ex_cons = cq->ring->consumer;
 	ret = softmr_cq_ex_load(cq);
-	if (ret)
+	if (ret) {
 		pthread_spin_unlock(&cq->lock);
+		/* drained: the posts it waits for run now */
+		softmr_ring_owed(ibcq->context);
+	}
 	return ret;
 }
 

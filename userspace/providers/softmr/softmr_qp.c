@@ -131,10 +131,6 @@ static int softmr_uverbs_doorbell(struct ibv_context *ctx, uint32_t command,
 }
 
 /*
- * The send doorbell: the doorbell file when the kernel gave one (a 4-byte
- * write naming the QP), else POST_SEND.
- */
-/*
  * Does a send WQE in [from, to) move more than the kernel's poller runs
  * without a doorbell (SOFTMR_SQ_POLL_MAX_BYTES)?
  */
@@ -157,32 +153,132 @@ static bool softmr_sq_big(struct softmr_wq *sq, uint32_t from, uint32_t to)
 }
 
 /*
- * The send doorbell for the WQEs just posted, [@from, @to) of the ring:
- * none while the kernel watches the ring (softmr_wq_hdr.sq_polled) and
- * every WQE is one its poller runs.
+ * Ring a QP's send doorbell: the doorbell file when the kernel gave one (a
+ * 4-byte write naming the QP), else POST_SEND.
  */
-static int softmr_send_doorbell(struct ibv_qp *ibqp, uint32_t from,
-				uint32_t to)
+static int softmr_ring_send(struct ibv_context *ibctx, uint32_t qpn,
+			    uint32_t handle)
 {
-	struct softmr_context *ctx = to_sctx(ibqp->context);
-	struct softmr_qp *qp = to_sqp(ibqp);
-	uint32_t qpn = ibqp->qp_num;
+	struct softmr_context *ctx = to_sctx(ibctx);
 
-	/* the producer index before the flag, as the kernel orders them */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit((_Atomic(uint32_t) *)&qp->sq.hdr->sq_polled,
-				 memory_order_relaxed) &&
-	    !softmr_sq_big(&qp->sq, from, to))
-		return 0;
 	if (ctx->db_fd >= 0) {
 		if (write(ctx->db_fd, &qpn, sizeof(qpn)) != sizeof(qpn))
 			return errno;
 		return 0;
 	}
-	return softmr_uverbs_doorbell(ibqp->context,
-				      IB_USER_VERBS_CMD_POST_SEND,
-				      ibqp->handle,
-				      sizeof(struct ib_uverbs_send_wr));
+	return softmr_uverbs_doorbell(ibctx, IB_USER_VERBS_CMD_POST_SEND,
+				      handle, sizeof(struct ib_uverbs_send_wr));
+}
+
+static uint32_t softmr_load_relaxed(const uint32_t *p)
+{
+	return atomic_load_explicit((_Atomic(uint32_t) *)p,
+				    memory_order_relaxed);
+}
+
+static void softmr_store_relaxed(uint32_t *p, uint32_t v)
+{
+	atomic_store_explicit((_Atomic(uint32_t) *)p, v, memory_order_relaxed);
+}
+
+/* @qp owes the kernel a send doorbell (sq_deferred): put it on the list. */
+static void softmr_owe_doorbell(struct softmr_context *ctx,
+				struct softmr_qp *qp)
+{
+	if (softmr_load_relaxed(&qp->owed))
+		return;
+	pthread_spin_lock(&ctx->owed_lock);
+	if (!qp->owed) {
+		softmr_store_relaxed(&qp->owed, 1);
+		list_add_tail(&ctx->owed, &qp->owed_node);
+		softmr_store_relaxed(&ctx->owed_n, ctx->owed_n + 1);
+	}
+	pthread_spin_unlock(&ctx->owed_lock);
+}
+
+/* Take @qp off the owed list (it is being destroyed). */
+static void softmr_forget_owed(struct softmr_context *ctx,
+			       struct softmr_qp *qp)
+{
+	pthread_spin_lock(&ctx->owed_lock);
+	if (qp->owed) {
+		list_del(&qp->owed_node);
+		softmr_store_relaxed(&qp->owed, 0);
+		softmr_store_relaxed(&ctx->owed_n, ctx->owed_n - 1);
+	}
+	pthread_spin_unlock(&ctx->owed_lock);
+}
+
+#define SOFTMR_OWED_BATCH	16
+
+/**
+ * softmr_ring_owed() - ring the send doorbells the context's QPs owe
+ * @ibctx: the context
+ *
+ * Called when a poll finds a CQ of the context drained and before a CQ's
+ * notification is armed: the poster waits for completions, so the WQEs
+ * it posted without a doorbell (sq_deferred) run now, in this thread.
+ * One pass over the QPs owing when it starts: a QP that owes again while
+ * it rings (another thread posting) waits for the next poll, or the
+ * kernel's timer, so that a poll never turns into a loop serving another
+ * thread's posts.  The doorbells are rung outside the lock, by QP number
+ * and handle: a QP destroyed meanwhile gets none (its number, if reused
+ * by another QP of the context, gets a doorbell more, which costs nothing
+ * else).  A doorbell that fails is not retried: the kernel's timer runs
+ * the WQEs.
+ */
+void softmr_ring_owed(struct ibv_context *ibctx)
+{
+	struct softmr_context *ctx = to_sctx(ibctx);
+	uint32_t qpn[SOFTMR_OWED_BATCH], handle[SOFTMR_OWED_BATCH];
+	uint32_t left = softmr_load_relaxed(&ctx->owed_n);
+	unsigned int i, n;
+
+	while (left) {
+		struct softmr_qp *qp;
+
+		n = 0;
+		pthread_spin_lock(&ctx->owed_lock);
+		while (n < SOFTMR_OWED_BATCH && n < left &&
+		       (qp = list_pop(&ctx->owed, struct softmr_qp,
+				      owed_node))) {
+			softmr_store_relaxed(&qp->owed, 0);
+			qpn[n] = qp->vqp.qp.qp_num;
+			handle[n++] = qp->vqp.qp.handle;
+		}
+		softmr_store_relaxed(&ctx->owed_n, ctx->owed_n - n);
+		pthread_spin_unlock(&ctx->owed_lock);
+		if (!n)
+			break;
+		left -= n;
+		for (i = 0; i < n; i++)
+			softmr_ring_send(ibctx, qpn[i], handle[i]);
+	}
+}
+
+/*
+ * The send doorbell for the WQEs just posted, [@from, @to) of the ring:
+ * none while the kernel watches the ring (softmr_wq_hdr.sq_polled) and
+ * every WQE is one its poller runs; owed, not rung, while the kernel lets
+ * doorbells be deferred (sq_deferred) and every WQE is small.
+ */
+static int softmr_send_doorbell(struct ibv_qp *ibqp, uint32_t from,
+				uint32_t to)
+{
+	struct softmr_qp *qp = to_sqp(ibqp);
+	struct softmr_wq_hdr *hdr = qp->sq.hdr;
+	uint32_t polled, deferred;
+
+	/* the producer index before the flags, as the kernel orders them */
+	atomic_thread_fence(memory_order_seq_cst);
+	polled = softmr_load_relaxed(&hdr->sq_polled);
+	deferred = softmr_load_relaxed(&hdr->sq_deferred);
+	if ((polled || deferred) && !softmr_sq_big(&qp->sq, from, to)) {
+		if (!polled)
+			softmr_owe_doorbell(to_sctx(ibqp->context), qp);
+		return 0;
+	}
+	return softmr_ring_send(ibqp->context, ibqp->qp_num, ibqp->handle);
 }
 
 static int softmr_recv_doorbell(struct ibv_qp *ibqp)
@@ -943,6 +1039,7 @@ static int softmr_destroy_qp(struct ibv_qp *ibqp)
 	err = ibv_cmd_destroy_qp(ibqp);
 	if (err)
 		return err;
+	softmr_forget_owed(to_sctx(ibqp->context), qp);
 	softmr_cq_clean(ibqp->recv_cq, ibqp->qp_num);
 	if (ibqp->send_cq != ibqp->recv_cq)
 		softmr_cq_clean(ibqp->send_cq, ibqp->qp_num);

@@ -111,6 +111,7 @@ enum softmr_counter {
 	SOFTMR_CNT_SQ_POLL_JOINS,
 	SOFTMR_CNT_RECV_DOORBELLS,
 	SOFTMR_CNT_RNR_POLL_RESUMES,
+	SOFTMR_CNT_SQ_DEFER_KICKS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -653,6 +654,7 @@ static inline struct softmr_ah *to_sah(struct ib_ah *ibah)
  *	(softmr_sq_poll_leave())
  * @sq_rung: the producer index the last send doorbell saw: WQEs before it
  *	were rung for, later ones the poller runs only when small
+ * @sq_defer_timer: ends a deferred doorbell's while (softmr_sq_defer.c)
  * @req: the engine's state for the WQE being executed (under sq.lock)
  * @wire_psn: the PSN of the next UD packet to the wire (under sq.lock)
  * @wire: RC and UC: the connection's wire state (softmr_wire_conn.h),
@@ -702,6 +704,7 @@ struct softmr_qp {
 	int sq_poster_cpu;
 	u64 sq_poll_backoff;
 	u32 sq_rung;
+	struct hrtimer sq_defer_timer;
 	struct softmr_req *req;
 	u32 wire_psn;
 	struct softmr_wire_conn *wire;
@@ -987,6 +990,12 @@ int softmr_sq_poll_init(void);
 void softmr_sq_poll_context_init(struct softmr_ucontext *uc);
 void softmr_sq_poll_exit(void);
 void softmr_sq_poll_start(struct softmr_qp *qp);
+bool softmr_sq_poll_on(struct softmr_qp *qp);
+
+/* softmr_sq_defer.c: deferred send doorbells */
+void softmr_sq_defer_init(struct softmr_qp *qp);
+void softmr_sq_defer(struct softmr_qp *qp);
+void softmr_sq_defer_stop(struct softmr_qp *qp);
 void softmr_sq_poll_work(struct work_struct *work);
 void softmr_qp_kick(struct softmr_qp *qp);
 void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
@@ -1105,8 +1114,8 @@ struct softmr_conn_cache {
  * @hint: the device the last destination GID resolved to
  * @conn: connected QPs: the partner checked last
  * @key_caches: this run looks keys up through @lkeys and @rkeys, and
- *	holds its partner in @conn: a polled run of a user QP (many WQEs in
- *	a row; a run for one doorbell would only pay for the caches)
+ *	holds its partner in @conn: any run of a user QP (a polled run, a
+ *	doorbell's run of deferred doorbells: many WQEs in a row)
  * @lkeys: the local key found last, while each WQE uses it
  * @rkeys: with a user QP as peer: the remote key found last, likewise
  * @rqkeys: for a connected QP's SEND and SEND_WITH_IMM to a user QP: the
@@ -1238,7 +1247,7 @@ static inline bool softmr_conn_cache_current(const struct softmr_conn_cache *c,
 	return c->peer_serial && READ_ONCE(qp->conn_gen) == c->gen;
 }
 
-/* softmr_sq_fast.c: the polled run's fast lane */
+/* softmr_sq_fast.c: the fast lane of a user QP's runs */
 /* softmr_sq_fast_write(): not for the fast lane, run the WQE the usual way */
 #define SOFTMR_SLOW		(-4)
 int softmr_sq_fast_write(struct softmr_qp *qp,

@@ -18,6 +18,7 @@
 #include <linux/kconfig.h>
 #include <linux/dma-direct.h>
 #include <linux/hmm.h>
+#include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/workqueue.h>
@@ -117,6 +118,20 @@ static inline void softmr_work_quiesce(struct delayed_work *dwork) { }
 #define SOFTMR_WQ_PERCPU	WQ_PERCPU
 #else
 #define SOFTMR_WQ_PERCPU	0
+#endif
+
+/* 6.13: hrtimer_setup() sets the callback with the rest. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+static inline void
+softmr_hrtimer_setup(struct hrtimer *timer,
+		     enum hrtimer_restart (*function)(struct hrtimer *),
+		     clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+}
+#else
+#define softmr_hrtimer_setup hrtimer_setup
 #endif
 
 /* 6.13: MODULE_IMPORT_NS() takes a string. */

@@ -1540,7 +1540,12 @@ bool softmr_sq_process_budget(struct softmr_qp *qp, u32 budget, bool polled,
 	bool more = false;
 	u32 n = 0;
 
-	req->key_caches = polled && qp->is_user;
+	/*
+	 * every run of a user QP: a doorbell's runs many WQEs when the
+	 * provider deferred doorbells (softmr_sq_defer.c); for one WQE the
+	 * caches cost a reference taken and dropped
+	 */
+	req->key_caches = qp->is_user;
 	while (budget--) {
 		struct softmr_send_wqe *wqe;
 		enum ib_qp_state state = READ_ONCE(qp->state);
@@ -1726,7 +1731,8 @@ static void softmr_sq_ring(struct softmr_qp *qp)
  * @qp: the QP
  *
  * Runs the send queue in the caller, then has it polled for a while
- * (softmr_sq_poll_start()).  Sleeps.
+ * (softmr_sq_poll_start()) or, with polling off, lets the provider defer
+ * the next doorbells for a while (softmr_sq_defer()).  Sleeps.
  */
 void softmr_qp_doorbell(struct softmr_qp *qp)
 {
@@ -1735,8 +1741,10 @@ void softmr_qp_doorbell(struct softmr_qp *qp)
 	softmr_sq_ring(qp);
 	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
-	else
+	else if (softmr_sq_poll_on(qp))
 		softmr_sq_poll_start(qp);
+	else
+		softmr_sq_defer(qp);
 }
 
 /**
@@ -1772,7 +1780,9 @@ void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay)
  *
  * Not for a QP being destroyed: the caller holds softmr_rnr_lock with the
  * QP on a waiter list (softmr_rnr.c; destroy takes it off first), or saw
- * qp->dying clear with a reference held.  Callable in atomic context.
+ * qp->dying clear with a reference held, or is the QP's deferral timer
+ * (softmr_sq_defer.c), which destroy_qp waits for before it quiesces the
+ * works.  Callable in atomic context.
  */
 void softmr_qp_kick_at(struct softmr_qp *qp, unsigned long delay)
 {

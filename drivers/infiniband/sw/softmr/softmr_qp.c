@@ -239,6 +239,7 @@ int softmr_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_DELAYED_WORK(&qp->sq_work, softmr_sq_work);
 	INIT_DELAYED_WORK(&qp->sq_poll_work, softmr_sq_poll_work);
 	INIT_LIST_HEAD(&qp->sq_poll_entry);
+	softmr_sq_defer_init(qp);
 	qp->sq_poll_cpu = -1;
 	qp->sq_poster_cpu = -1;
 	softmr_wire_ud_init(qp);
@@ -640,6 +641,8 @@ int softmr_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	softmr_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* no doorbell arms it now; a running one may queue sq_work */
+	softmr_sq_defer_stop(qp);
 	softmr_work_quiesce(&qp->sq_poll_work);	/* before 6.10 only */
 	softmr_work_quiesce(&qp->sq_work);	/* before 6.10 only */
 	/* nothing runs the QP now; softmr_rnr_wait() skipped it since dying */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * The fast lane of a polled run (softmr_sq_process_budget() with key
- * caches): a small RDMA WRITE between pinned or DM MRs, to the partner
+ * The fast lane of a user QP's send queue run (softmr_sq_process_budget()
+ * with key caches): a small RDMA WRITE between pinned or DM MRs, to the partner
  * the run holds, through the keys the run's caches hold, is checked and
  * copied here in one go, without the general path's SG lists, cursor,
  * spans and the reference each of those takes and drops per WQE.
@@ -21,8 +21,9 @@
  * softmr_sgl_resolve(), softmr_key_cache_get(), softmr_rkey_lookup(),
  * softmr_req_cached_peer()) belongs here too; they point here.
  *
- * The lane runs wherever a run has key caches: the poller's runs and the
- * engine worker's runs of user QPs (softmr_sq_process_budget()).
+ * The lane runs wherever a run has key caches: every run of a user QP's
+ * send queue, the doorbell's in the poster's context, the poller's and the
+ * engine worker's (softmr_sq_process_budget()).
  */
 
 #include <linux/highmem.h>
@@ -62,7 +63,7 @@ static struct softmr_qp *softmr_fast_peer(struct softmr_qp *qp,
 
 /**
  * softmr_sq_fast_write() - run a small RDMA WRITE on the fast lane
- * @qp: the requester, a user RC or UC QP in a polled run (sq.lock held)
+ * @qp: the requester, a user RC or UC QP (sq.lock held)
  * @wqe: the WQE's copy
  * @req: the run, with its key caches and held partner
  *

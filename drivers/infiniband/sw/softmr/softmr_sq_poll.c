@@ -103,6 +103,17 @@ static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
 	return (u64)usecs * NSEC_PER_USEC;
 }
 
+/**
+ * softmr_sq_poll_on() - is @qp's send queue polled after its doorbells?
+ * @qp: the QP
+ *
+ * Return: polling is on (sq_poll_usecs) and @qp is one it takes.
+ */
+bool softmr_sq_poll_on(struct softmr_qp *qp)
+{
+	return softmr_sq_poll_ns(qp);
+}
+
 /* Does the ring hold WQEs the engine has not taken?  A hint, unlocked. */
 static bool softmr_sq_poll_pending(struct softmr_qp *qp)
 {

@@ -51,6 +51,7 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_SQ_POLL_JOINS].name = "sq_poll_joins",
 	[SOFTMR_CNT_RECV_DOORBELLS].name = "recv_doorbells",
 	[SOFTMR_CNT_RNR_POLL_RESUMES].name = "rnr_poll_resumes",
+	[SOFTMR_CNT_SQ_DEFER_KICKS].name = "sq_defer_kicks",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * softmr deferred send doorbells test (softmr.sq_defer_usecs): after a
+ * send doorbell the kernel lets the provider post without one for a while
+ * (sq_deferred in the send ring's header); the provider owes the doorbell
+ * and rings it when a poll finds a CQ of the context drained, or before
+ * ibv_req_notify_cq; the kernel's timer runs what a poster that never
+ * polls left.  Checked: off, every post rings; on, a stream of RDMA WRITEs
+ * rings far fewer doorbells than posts, in order and with its data; a WQE
+ * posted without a doorbell runs at a drained poll and at
+ * ibv_req_notify_cq, in the caller (its data is there when the call
+ * returns), and by the timer when nobody polls (sq_defer_kicks); a WQE
+ * above SOFTMR_SQ_POLL_MAX_BYTES still rings; sends in an RNR wait resume
+ * when the receiver posts; a QP moved to ERR flushes what it owes; QPs
+ * destroyed with WQEs owed and the timer armed go at once.
+ *
+ * usage: softmr_sq_defer DEV   (root: it sets the module parameters)
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "softmr_test.h"
+/* the provider's QP layout, to read the send ring's header */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "../providers/softmr/softmr.h"
+#pragma GCC diagnostic pop
+
+#define BUF	(1 << 20)
+
+#include "softmr_qp_util.h"
+
+#define PARAM	"/sys/module/softmr/parameters/sq_defer_usecs"
+#define POLL	"/sys/module/softmr/parameters/sq_poll_usecs"
+#define MSG	16
+#define NMSG	20000
+#define DEPTH	48	/* below make_end()'s 64 send WRs */
+#define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
+static const char *dev;
+static struct ibv_mr *mr;
+static uint8_t *buf;
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+static uint32_t deferred(struct ibv_qp *qp)
+{
+	return __atomic_load_n(&to_sqp(qp)->sq.hdr->sq_deferred,
+			       __ATOMIC_RELAXED);
+}
+
+static long doorbells(void)
+{
+	return st_counter(dev, "send_doorbells");
+}
+
+/* Post one RDMA WRITE of @len bytes from @src to @dst (both in mr). */
+static int write_one(struct ibv_qp *qp, uint8_t *src, uint8_t *dst,
+		     uint32_t len, uint64_t id, bool signaled)
+{
+	struct ibv_sge sg = {
+		.addr = (uintptr_t)src, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sg, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+		.wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = mr->rkey },
+	};
+
+	return post(qp, &wr);
+}
+
+/*
+ * NMSG RDMA WRITEs of MSG bytes, at most DEPTH outstanding, each
+ * signaled: in order, successful, every message written.  Returns the
+ * doorbells rung meanwhile, or -1.
+ */
+static long write_stream(struct end *a)
+{
+	uint8_t *src = buf, *dst = buf + BUF / 2;
+	long posted = 0, bad = 0, db0 = doorbells();
+	struct timespec seen, t;
+	uint64_t next_wc = 0;
+	struct ibv_wc wc[16];
+	int i, n;
+
+	memset(dst, 0, BUF / 2);
+	fill(src, BUF / 2, 5);
+	clock_gettime(CLOCK_MONOTONIC, &seen);
+	while (next_wc < NMSG) {
+		while (posted < NMSG && posted - (long)next_wc < DEPTH) {
+			size_t off = (size_t)posted * MSG % (BUF / 2);
+
+			if (write_one(a->qp, src + off, dst + off, MSG, posted,
+				      true))
+				return -1;
+			posted++;
+		}
+		n = ibv_poll_cq(a->cq, 16, wc);
+		if (n < 0)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n)
+			seen = t;
+		if (t.tv_sec - seen.tv_sec > 5) {
+			CHECK(0, "no completion for 5 s: %ld posted, %llu completed",
+			      posted, (unsigned long long)next_wc);
+			return -1;
+		}
+		for (i = 0; i < n; i++, next_wc++)
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].wr_id != next_wc)
+				bad++;
+		if (bad)
+			break;
+	}
+	CHECK(!bad, "%ld completions out of order or in error", bad);
+	CHECK(!memcmp(src, dst, (size_t)NMSG * MSG), "every message written");
+	return bad ? -1 : doorbells() - db0;
+}
+
+static bool landed(uint64_t seed)
+{
+	return !memcmp(buf + BUF / 2 + 64, &seed, 8);
+}
+
+/*
+ * Open a deferral on @a: a write with its doorbell, then a second one
+ * posted without (the flag still set): a doorbell runs its WQEs before it
+ * returns, so the second write's 8 bytes (@seed, at buf + BUF / 2 + 64)
+ * not written when its post returns mean it is owed.  Returns 0 then, 1
+ * when the flag was gone by then (try again), -1 on error.
+ */
+static int owe_one(struct end *a, uint64_t seed)
+{
+	uint8_t *src = buf + 4096, *dst = buf + BUF / 2 + 64;
+	struct ibv_wc wc;
+
+	memset(dst, 0, 8);
+	memcpy(src, &seed, 8);
+	if (write_one(a->qp, src, dst - 64, 8, 1, true) || wait_wc(a->cq, &wc) ||
+	    wc.status != IBV_WC_SUCCESS)
+		return -1;
+	if (!deferred(a->qp))
+		return 1;
+	if (write_one(a->qp, src, dst, 8, 2, true))
+		return -1;
+	if (landed(seed))	/* rang: its completion is not the caller's */
+		return wait_wc(a->cq, &wc) ? -1 : 1;
+	return 0;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * An owed WQE on @a, then @notify ? ibv_req_notify_cq : ibv_poll_cq on
+ * its drained CQ: true when the call returned with the WQE run (its data
+ * there, no completion taken by the poll), its doorbell rung and no
+ * timer's kick meanwhile.  A try in which the flag went before the post,
+ * or the timer may have run the WQE first, is made again.
+ */
+static bool owed_rung_by(struct end *a, uint64_t seed, bool notify)
+{
+	struct ibv_wc wc;
+	int tries, r;
+
+	for (tries = 0; tries < 20; tries++) {
+		long k0 = st_counter(dev, "sq_defer_kicks");
+		long db0 = doorbells();
+		bool ran;
+
+		r = owe_one(a, seed + tries);
+		if (r < 0)
+			break;
+		if (r)
+			continue;
+		if (notify)
+			ran = !ibv_req_notify_cq(a->cq, 0) &&
+			      landed(seed + tries);
+		else
+			ran = !ibv_poll_cq(a->cq, 1, &wc) &&
+			      landed(seed + tries);
+		if (wait_wc(a->cq, &wc) || wc.status != IBV_WC_SUCCESS ||
+		    wc.wr_id != 2)
+			break;
+		if (st_counter(dev, "sq_defer_kicks") != k0)
+			continue;	/* the timer came first */
+		CHECK(doorbells() - db0 == 2,
+		      "the first write's doorbell and the owed one: %ld",
+		      doorbells() - db0);
+		return ran;
+	}
+	CHECK(0, "no try with a WQE owed and no timer (%d tries)", tries);
+	return false;
+}
+
+/* The three ways an owed WQE runs. */
+static void test_owed(void)
+{
+	struct end a = {}, b = {};
+	uint32_t big = SOFTMR_SQ_POLL_MAX_BYTES * 2;
+	struct ibv_wc wc;
+	struct timespec t0;
+	long k0, db;
+	int r, tries;
+
+	if (make_rc_pair(&a, &b, ACCESS, 7)) {
+		CHECK(0, "RC pair");
+		return;
+	}
+
+	CHECK(owed_rung_by(&a, 0x1100, false),
+	      "a poll of the drained CQ ran the owed WQE before it returned");
+	CHECK(owed_rung_by(&a, 0x2200, true),
+	      "ibv_req_notify_cq ran the owed WQE before it returned");
+
+	/* nobody polls: the timer runs it */
+	k0 = st_counter(dev, "sq_defer_kicks");
+	for (tries = 0; (r = owe_one(&a, 0x3333)) == 1 && tries < 20; tries++)
+		;
+	CHECK(r == 0, "a WQE owed, never polled (%d tries)", tries);
+	if (!r) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!landed(0x3333) && ms_since(&t0) < 5000)
+			;
+		CHECK(landed(0x3333), "the timer ran it: %ld ms, unpolled",
+		      ms_since(&t0));
+		CHECK(st_counter(dev, "sq_defer_kicks") > k0,
+		      "sq_defer_kicks counted it");
+		CHECK(!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		      wc.wr_id == 2, "its completion");
+	}
+
+	/* a WQE above SOFTMR_SQ_POLL_MAX_BYTES rings while deferred */
+	db = doorbells();
+	for (tries = 0; (r = owe_one(&a, 0x4444)) == 1 && tries < 20; tries++)
+		;
+	if (!r) {
+		uint8_t *src = buf + BUF / 4, *dst = buf + BUF / 2 + 4096;
+
+		fill(src, big, 9);
+		memset(dst, 0, big);
+		CHECK(!write_one(a.qp, src, dst, big, 3, true) &&
+		      !memcmp(src, dst, big) && landed(0x4444),
+		      "a 128 KiB WRITE rang and ran (with the owed one) before its post returned");
+		db = doorbells() - db;
+		CHECK(tries || db == 2,
+		      "its doorbell and the first write's: %ld (%d tries)", db,
+		      tries);
+		CHECK(!wait_wc(a.cq, &wc) && wc.wr_id == 2 &&
+		      !wait_wc(a.cq, &wc) && wc.wr_id == 3 &&
+		      wc.status == IBV_WC_SUCCESS,
+		      "both completions, in order");
+	}
+	free_end(&a);
+	free_end(&b);
+}
+
+/* Owed WQEs of a QP moved to ERR complete (flushed or run), none lost. */
+static void test_error_owed(void)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct end a = {}, b = {};
+	struct ibv_wc wc;
+	int i, r, got = 0, tries;
+
+	if (make_rc_pair(&a, &b, ACCESS, 7)) {
+		CHECK(0, "RC pair");
+		return;
+	}
+	for (tries = 0; (r = owe_one(&a, 0x5555)) == 1 && tries < 20; tries++)
+		;
+	for (i = 0; !r && i < 8; i++)
+		r = write_one(a.qp, buf, buf + BUF / 2 + 4096, 8, 10 + i, true);
+	CHECK(!r && !ibv_modify_qp(a.qp, &attr, IBV_QP_STATE),
+	      "WQEs owed, QP to ERR");
+	while (got < 9 && !wait_wc(a.cq, &wc))
+		got++;
+	CHECK(got == 9, "every owed WQE completed: %d of 9", got);
+	free_end(&a);
+	free_end(&b);
+}
+
+/* SENDs owed during an RNR wait run when the receiver posts. */
+static void test_rnr(void)
+{
+	struct end a = {}, b = {};
+	struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = 8,
+			      .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_sge rsg = { .addr = (uintptr_t)buf + BUF / 2, .length = 8,
+			       .lkey = mr->lkey };
+	struct ibv_wc wc;
+	int i, ok = 0;
+	long k0;
+
+	/* RNR waits of 655 ms: no retry while the test looks */
+	if (make_rc_pair_timer(&a, &b, ACCESS, 7, 0)) {
+		CHECK(0, "RC pair");
+		return;
+	}
+	k0 = st_counter(dev, "sq_defer_kicks");
+	for (i = 0; i < 4; i++) {
+		wr.wr_id = i;
+		if (post(a.qp, &wr))
+			break;
+	}
+	CHECK(i == 4 && no_wc(a.cq), "4 SENDs wait for receive WQEs");
+	/* the deferral's timer leaves a QP in an RNR wait to the wait */
+	CHECK(st_counter(dev, "sq_defer_kicks") == k0,
+	      "no timer kick during the RNR wait");
+	for (i = 0; i < 4; i++)
+		post_recv(b.qp, i, &rsg, 1);
+	for (i = 0; i < 4; i++)
+		if (!wait_wc(a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		    wc.wr_id == (uint64_t)i)
+			ok++;
+	CHECK(ok == 4, "the receiver's posts resumed them: %d of 4 in order",
+	      ok);
+	for (i = 0, ok = 0; i < 4; i++)
+		if (!wait_wc(b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_RECV && wc.byte_len == 8)
+			ok++;
+	CHECK(ok == 4, "4 receives completed");
+	free_end(&a);
+	free_end(&b);
+}
+
+/* QPs destroyed with a WQE owed and the timer armed go at once. */
+static void test_destroy_owed(void)
+{
+	struct timespec t0;
+	int i, r, owed = 0, done = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 50; i++) {
+		struct end a = {}, b = {};
+
+		if (make_rc_pair(&a, &b, ACCESS, 7))
+			break;
+		r = owe_one(&a, 0x6666 + i);
+		if (!r && deferred(a.qp))
+			owed++;	/* destroyed with the WQE owed, timer armed */
+		free_end(&a);
+		free_end(&b);
+		if (r < 0)
+			break;
+		done++;
+	}
+	CHECK(done == 50 && owed >= 10 && ms_since(&t0) < 30000,
+	      "50 QPs destroyed, %d with a WQE owed and the timer armed (%ld ms)",
+	      owed, ms_since(&t0));
+}
+
+int main(int argc, char **argv)
+{
+	long usecs, poll_usecs, db;
+	struct end a = {}, b = {};
+
+	dev = argc > 1 ? argv[1] : "softmr0";
+	usecs = read_long(PARAM);
+	if (usecs < 0) {
+		SKIP("no %s: a module without deferred doorbells", PARAM);
+		return st_finish("softmr_sq_defer");
+	}
+	poll_usecs = read_long(POLL);
+	if (st_setup(dev))
+		return 1;
+	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = ibv_reg_mr(pd, buf, BUF, ACCESS);
+	CHECK(buf != MAP_FAILED && mr, "buffer and MR");
+	if (!mr)
+		return st_finish("softmr_sq_defer");
+	CHECK(!write_long(POLL, 0), "sq_poll_usecs=0 (polling takes precedence)");
+
+	printf("-- a doorbell per post (sq_defer_usecs=0)\n");
+	CHECK(!write_long(PARAM, 0), "sq_defer_usecs=0");
+	if (make_rc_pair(&a, &b, ACCESS, 7)) {
+		CHECK(0, "RC pair");
+		goto out;
+	}
+	db = write_stream(&a);
+	CHECK(db == NMSG && !deferred(a.qp), "%d posts rang %ld doorbells",
+	      NMSG, db);
+
+	printf("-- deferred doorbells (sq_defer_usecs=1000)\n");
+	CHECK(!write_long(PARAM, 1000), "sq_defer_usecs=1000");
+	db = write_stream(&a);
+	/* an idle VM: about one doorbell per DEPTH posts */
+	CHECK(db > 0 && db < NMSG / 4, "%d posts rang %ld doorbells", NMSG,
+	      db);
+	free_end(&a);
+	free_end(&b);
+	test_owed();
+	test_error_owed();
+	test_rnr();
+	test_destroy_owed();
+out:
+	CHECK(!write_long(PARAM, usecs), "sq_defer_usecs restored to %ld",
+	      usecs);
+	if (poll_usecs >= 0)
+		CHECK(!write_long(POLL, poll_usecs),
+		      "sq_poll_usecs restored to %ld", poll_usecs);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return st_finish("softmr_sq_defer");
+}
