@@ -362,6 +362,174 @@ static void test_rnr(void)
 	free_end(&b);
 }
 
+/*
+ * Post @n SENDs of @len bytes from @src, chained: one doorbell, one run.
+ * @imm: SEND_WITH_IMM, solicited, the immediate data the wr_id.
+ */
+static int send_chain_imm(struct ibv_qp *qp, uint8_t *src, uint32_t len,
+			  int n, uint64_t id, bool imm)
+{
+	struct ibv_send_wr wr[4], *bad;
+	struct ibv_sge sg[4];
+	int i;
+
+	if (n > 4)
+		return EINVAL;
+	for (i = 0; i < n; i++) {
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)src + i * len,
+					  .length = len, .lkey = mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = id + i, .sg_list = &sg[i], .num_sge = 1,
+			.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED |
+				      (imm ? IBV_SEND_SOLICITED : 0),
+			.imm_data = htonl(id + i),
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+		};
+	}
+	return ibv_post_send(qp, wr, &bad);
+}
+
+static int send_chain(struct ibv_qp *qp, uint8_t *src, uint32_t len, int n,
+		      uint64_t id)
+{
+	return send_chain_imm(qp, src, len, n, id, false);
+}
+
+/*
+ * The third of three chained SENDs (the first, on the general path, warms
+ * the run's key caches; the second goes the fast lane) goes to a receive
+ * WQE that is wrong in @how: both ends see the general path's errors, the
+ * receive buffer beyond the messages untouched, and the lane took only the
+ * second.  @rmr: the receive MR, @at: its receive buffers.
+ */
+static void fast_send_refused(struct ibv_mr *rmr, uint8_t *at, bool past_mr)
+{
+	struct end a = {}, b = {};
+	uint8_t *src = buf + 8192;
+	struct ibv_sge rsg[3] = {
+		{ .addr = (uintptr_t)at, .length = 64, .lkey = rmr->lkey },
+		{ .addr = (uintptr_t)at + 64, .length = 64, .lkey = rmr->lkey },
+		/* too short for 64 bytes; or 64 bytes from the MR's last 8 */
+		{ .addr = (uintptr_t)(past_mr ? at + rmr->length - 8 : at + 128),
+		  .length = past_mr ? 64 : 32, .lkey = rmr->lkey },
+	};
+	uint32_t len = past_mr ? 8 : 64;
+	struct ibv_wc wc = {}, rwc[3] = {};
+	long long f0;
+	bool ok;
+	int i;
+
+	if (make_rc_pair(&a, &b, ACCESS, 7)) {
+		CHECK(0, "RC pair");
+		return;
+	}
+	fill(src, 3 * len, 13);
+	memset(at, 0, past_mr ? rmr->length : 192);
+	f0 = st_counter(dev, "sq_fast_sends");
+	ok = true;
+	for (i = 0; i < 3; i++)
+		ok = ok && !post_recv(b.qp, i + 1, &rsg[i], 1);
+	ok = ok && !send_chain(a.qp, src, len, 3, 1);
+	ok = ok && !wait_wc(a.cq, &wc) && wc.wr_id == 1 &&
+	     wc.status == IBV_WC_SUCCESS && !wait_wc(a.cq, &wc) &&
+	     wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS &&
+	     !wait_wc(a.cq, &wc) && wc.wr_id == 3 &&
+	     wc.status == (past_mr ? IBV_WC_REM_OP_ERR :
+				     IBV_WC_REM_INV_REQ_ERR);
+	CHECK(ok, "%s: the sender's completions: success twice, then %s (got %s)",
+	      past_mr ? "a receive SGE past its MR" : "a receive buffer too short",
+	      past_mr ? "remote operation error" : "remote invalid request",
+	      ibv_wc_status_str(wc.status));
+	ok = true;
+	for (i = 0; i < 3; i++)
+		ok = ok && !wait_wc(b.cq, &rwc[i]) &&
+		     rwc[i].wr_id == (uint64_t)i + 1;
+	ok = ok && rwc[0].status == IBV_WC_SUCCESS &&
+	     rwc[1].status == IBV_WC_SUCCESS &&
+	     rwc[2].status == (past_mr ? IBV_WC_LOC_PROT_ERR :
+					 IBV_WC_LOC_LEN_ERR);
+	CHECK(ok, "the receiver's: success twice, then %s (got %s)",
+	      past_mr ? "local protection error" : "local length error",
+	      ibv_wc_status_str(rwc[2].status));
+	CHECK(!memcmp(at, src, len) && !memcmp(at + 64, src + len, len) &&
+	      (past_mr ? at[rmr->length - 8] == 0 : at[128] == 0),
+	      "the first two messages delivered, nothing of the third");
+	f0 = st_counter(dev, "sq_fast_sends") - f0;
+	CHECK(f0 == 1, "the fast lane took the second SEND, not the third: %lld",
+	      f0);
+	free_end(&a);
+	free_end(&b);
+}
+
+/*
+ * SENDs on the fast lane (a run of many WQEs, the receive key cached):
+ * the data and both ends' completions as on the general path; a receive
+ * WQE too short, or one whose SGE runs past its MR, refused as there.
+ */
+static void test_fast_send(void)
+{
+	uint8_t *src = buf + 8192, *dst = buf + BUF / 2 + 8192;
+	struct end a = {}, b = {};
+	long f0 = st_counter(dev, "sq_fast_sends");
+	struct ibv_mr *small;
+	int i, round, good = 0;
+
+	if (make_rc_pair(&a, &b, ACCESS, 7)) {
+		CHECK(0, "RC pair");
+		return;
+	}
+	for (round = 0; round < 16; round++) {
+		struct ibv_wc wc;
+		int ok = 0;
+
+		fill(src, 16 * 64, 20 + round);
+		memset(dst, 0, 16 * 64);
+		for (i = 0; i < 16; i++) {
+			struct ibv_sge rsg = { .addr = (uintptr_t)dst + i * 64,
+					       .length = 64,
+					       .lkey = mr->lkey };
+
+			post_recv(b.qp, i, &rsg, 1);
+		}
+		for (i = 0; i < 16; i += 4)
+			if (send_chain_imm(a.qp, src + i * 64, 64, 4, i,
+					   round & 1))
+				break;
+		for (i = 0; i < 16; i++)
+			if (!wait_wc(a.cq, &wc) && wc.wr_id == (uint64_t)i &&
+			    wc.status == IBV_WC_SUCCESS)
+				ok++;
+		for (i = 0; i < 16; i++)
+			if (!wait_wc(b.cq, &wc) && wc.wr_id == (uint64_t)i &&
+			    wc.status == IBV_WC_SUCCESS &&
+			    wc.opcode == IBV_WC_RECV && wc.byte_len == 64 &&
+			    wc.qp_num == b.qp->qp_num &&
+			    wc.src_qp == a.qp->qp_num &&
+			    (round & 1 ? (wc.wc_flags & IBV_WC_WITH_IMM) &&
+					 wc.imm_data == htonl(i) :
+					 !(wc.wc_flags & IBV_WC_WITH_IMM)))
+				ok++;
+		if (ok == 32 && !memcmp(src, dst, 16 * 64))
+			good++;
+	}
+	CHECK(good == 16, "%d of 16 rounds of 16 SENDs (odd rounds with immediate data): data, both ends' completions in order",
+	      good);
+	CHECK(st_counter(dev, "sq_fast_sends") > f0,
+	      "the fast lane took some: %lld",
+	      st_counter(dev, "sq_fast_sends") - f0);
+	free_end(&a);
+	free_end(&b);
+
+	fast_send_refused(mr, buf + BUF / 2 + 65536, false);
+	small = ibv_reg_mr(pd, buf + BUF / 2 + 131072, 4096, ACCESS);
+	CHECK(small != NULL, "a one-page MR");
+	if (small) {
+		fast_send_refused(small, small->addr, true);
+		ibv_dereg_mr(small);
+	}
+}
+
 /* QPs destroyed with a WQE owed and the timer armed go at once. */
 static void test_destroy_owed(void)
 {
@@ -431,6 +599,7 @@ int main(int argc, char **argv)
 	test_owed();
 	test_error_owed();
 	test_rnr();
+	test_fast_send();
 	test_destroy_owed();
 out:
 	CHECK(!write_long(PARAM, usecs), "sq_defer_usecs restored to %ld",

@@ -112,6 +112,7 @@ enum softmr_counter {
 	SOFTMR_CNT_RECV_DOORBELLS,
 	SOFTMR_CNT_RNR_POLL_RESUMES,
 	SOFTMR_CNT_SQ_DEFER_KICKS,
+	SOFTMR_CNT_SQ_FAST_SENDS,
 	SOFTMR_NUM_COUNTERS
 };
 
@@ -1253,6 +1254,12 @@ static inline bool softmr_conn_cache_current(const struct softmr_conn_cache *c,
 int softmr_sq_fast_write(struct softmr_qp *qp,
 			 const struct softmr_send_wqe *wqe,
 			 struct softmr_req *req);
+int softmr_sq_fast_send(struct softmr_qp *qp,
+			const struct softmr_send_wqe *wqe,
+			struct softmr_req *req);
+void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
+			  enum ib_wc_status status, u32 opcode, u32 byte_len,
+			  const struct softmr_req *req);
 bool softmr_conn_cache_holds(const struct softmr_conn_cache *c,
 			     struct softmr_qp *peer);
 

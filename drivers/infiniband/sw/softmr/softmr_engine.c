@@ -321,10 +321,19 @@ static void softmr_wc_set_datagram(struct softmr_qp *qp,
 	}
 }
 
-/* Complete a receive WQE of @qp (its RQ lock held). */
-static void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
-				 enum ib_wc_status status, u32 opcode,
-				 u32 byte_len, const struct softmr_req *req)
+/**
+ * softmr_recv_complete() - complete a receive WQE of @qp
+ * @qp: the responder, its receive queue's lock held
+ * @wr_id: the receive WQE's
+ * @status: the completion's status
+ * @opcode: IB_WC_RECV or IB_WC_RECV_RDMA_WITH_IMM
+ * @byte_len: bytes received
+ * @req: the request that delivered it (its immediate data, solicited bit,
+ *	source QP), or NULL for an error of the responder's own
+ */
+void softmr_recv_complete(struct softmr_qp *qp, u64 wr_id,
+			  enum ib_wc_status status, u32 opcode, u32 byte_len,
+			  const struct softmr_req *req)
 {
 	struct ib_uverbs_wc wc = {
 		.wr_id = wr_id,
@@ -379,7 +388,8 @@ static void softmr_responder_error(struct softmr_qp *peer, bool has_wqe,
 
 /*
  * Look up and check a receive WQE's scatter list into @rq->sgl, through
- * the key cache @kc (NULL: none).
+ * the key cache @kc (NULL: none).  The fast lane's SEND
+ * (softmr_sq_fast_send()) makes the same checks.
  */
 static enum ib_wc_status softmr_rwqe_resolve(struct softmr_qp *qp,
 					     struct softmr_wq *rq,
@@ -423,7 +433,8 @@ static struct softmr_key_cache *softmr_rqkeys_used(struct softmr_req *req)
 /*
  * SEND, SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at the responder: take a
  * receive WQE and, for sends, scatter the message into it.  Called with
- * the peer's receive queue lock held.
+ * the peer's receive queue lock held.  (The fast lane's SEND,
+ * softmr_sq_fast_send(), makes the same checks of the receive WQE.)
  */
 static int softmr_deliver(struct softmr_req *req, struct softmr_wq *rq,
 			  bool is_send)
@@ -1350,7 +1361,9 @@ static int softmr_sq_execute(struct softmr_qp *qp,
 	req->len = 0;
 	req->local.num = 0;
 	if (req->key_caches) {
-		st = softmr_sq_fast_write(qp, wqe, req);
+		st = wqe->opcode == IB_WR_RDMA_WRITE ?
+		     softmr_sq_fast_write(qp, wqe, req) :
+		     softmr_sq_fast_send(qp, wqe, req);
 		if (st != SOFTMR_SLOW)
 			return st;
 	}

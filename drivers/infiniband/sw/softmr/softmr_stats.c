@@ -52,6 +52,7 @@ static const struct rdma_stat_desc softmr_counter_descs[] = {
 	[SOFTMR_CNT_RECV_DOORBELLS].name = "recv_doorbells",
 	[SOFTMR_CNT_RNR_POLL_RESUMES].name = "rnr_poll_resumes",
 	[SOFTMR_CNT_SQ_DEFER_KICKS].name = "sq_defer_kicks",
+	[SOFTMR_CNT_SQ_FAST_SENDS].name = "sq_fast_sends",
 };
 
 static_assert(ARRAY_SIZE(softmr_counter_descs) == SOFTMR_NUM_COUNTERS);
