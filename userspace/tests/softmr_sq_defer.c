@@ -32,42 +32,15 @@
 
 #define BUF	(1 << 20)
 
-#include "softmr_qp_util.h"
+#include "softmr_stream.h"
 
 #define PARAM	"/sys/module/softmr/parameters/sq_defer_usecs"
 #define POLL	"/sys/module/softmr/parameters/sq_poll_usecs"
-#define MSG	16
-#define NMSG	20000
-#define DEPTH	48	/* below make_end()'s 64 send WRs */
 #define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 
 static const char *dev;
 static struct ibv_mr *mr;
 static uint8_t *buf;
-
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int write_long(const char *path, long v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fprintf(f, "%ld\n", v) > 0;
-	return fclose(f) || !ok ? -1 : 0;
-}
 
 static uint32_t deferred(struct ibv_qp *qp)
 {
@@ -98,52 +71,14 @@ static int write_one(struct ibv_qp *qp, uint8_t *src, uint8_t *dst,
 }
 
 /*
- * NMSG RDMA WRITEs of MSG bytes, at most DEPTH outstanding, each
- * signaled: in order, successful, every message written.  Returns the
- * doorbells rung meanwhile, or -1.
+ * A stream (write_stream()) from @a: the doorbells rung meanwhile, or -1
+ * when it failed (said).
  */
-static long write_stream(struct end *a)
+static long stream_doorbells(struct end *a)
 {
-	uint8_t *src = buf, *dst = buf + BUF / 2;
-	long posted = 0, bad = 0, db0 = doorbells();
-	struct timespec seen, t;
-	uint64_t next_wc = 0;
-	struct ibv_wc wc[16];
-	int i, n;
+	long db0 = doorbells();
 
-	memset(dst, 0, BUF / 2);
-	fill(src, BUF / 2, 5);
-	clock_gettime(CLOCK_MONOTONIC, &seen);
-	while (next_wc < NMSG) {
-		while (posted < NMSG && posted - (long)next_wc < DEPTH) {
-			size_t off = (size_t)posted * MSG % (BUF / 2);
-
-			if (write_one(a->qp, src + off, dst + off, MSG, posted,
-				      true))
-				return -1;
-			posted++;
-		}
-		n = ibv_poll_cq(a->cq, 16, wc);
-		if (n < 0)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (n)
-			seen = t;
-		if (t.tv_sec - seen.tv_sec > 5) {
-			CHECK(0, "no completion for 5 s: %ld posted, %llu completed",
-			      posted, (unsigned long long)next_wc);
-			return -1;
-		}
-		for (i = 0; i < n; i++, next_wc++)
-			if (wc[i].status != IBV_WC_SUCCESS ||
-			    wc[i].wr_id != next_wc)
-				bad++;
-		if (bad)
-			break;
-	}
-	CHECK(!bad, "%ld completions out of order or in error", bad);
-	CHECK(!memcmp(src, dst, (size_t)NMSG * MSG), "every message written");
-	return bad ? -1 : doorbells() - db0;
+	return write_stream(a, mr, buf) == NMSG ? doorbells() - db0 : -1;
 }
 
 static bool landed(uint64_t seed)
@@ -562,12 +497,12 @@ int main(int argc, char **argv)
 	struct end a = {}, b = {};
 
 	dev = argc > 1 ? argv[1] : "softmr0";
-	usecs = read_long(PARAM);
+	usecs = st_read_long(PARAM);
 	if (usecs < 0) {
 		SKIP("no %s: a module without deferred doorbells", PARAM);
 		return st_finish("softmr_sq_defer");
 	}
-	poll_usecs = read_long(POLL);
+	poll_usecs = st_read_long(POLL);
 	if (st_setup(dev))
 		return 1;
 	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
@@ -576,21 +511,21 @@ int main(int argc, char **argv)
 	CHECK(buf != MAP_FAILED && mr, "buffer and MR");
 	if (!mr)
 		return st_finish("softmr_sq_defer");
-	CHECK(!write_long(POLL, 0), "sq_poll_usecs=0 (polling takes precedence)");
+	CHECK(!st_write_long(POLL, 0), "sq_poll_usecs=0 (polling takes precedence)");
 
 	printf("-- a doorbell per post (sq_defer_usecs=0)\n");
-	CHECK(!write_long(PARAM, 0), "sq_defer_usecs=0");
+	CHECK(!st_write_long(PARAM, 0), "sq_defer_usecs=0");
 	if (make_rc_pair(&a, &b, ACCESS, 7)) {
 		CHECK(0, "RC pair");
 		goto out;
 	}
-	db = write_stream(&a);
+	db = stream_doorbells(&a);
 	CHECK(db == NMSG && !deferred(a.qp), "%d posts rang %ld doorbells",
 	      NMSG, db);
 
 	printf("-- deferred doorbells (sq_defer_usecs=1000)\n");
-	CHECK(!write_long(PARAM, 1000), "sq_defer_usecs=1000");
-	db = write_stream(&a);
+	CHECK(!st_write_long(PARAM, 1000), "sq_defer_usecs=1000");
+	db = stream_doorbells(&a);
 	/* an idle VM: about one doorbell per DEPTH posts */
 	CHECK(db > 0 && db < NMSG / 4, "%d posts rang %ld doorbells", NMSG,
 	      db);
@@ -602,10 +537,10 @@ int main(int argc, char **argv)
 	test_fast_send();
 	test_destroy_owed();
 out:
-	CHECK(!write_long(PARAM, usecs), "sq_defer_usecs restored to %ld",
+	CHECK(!st_write_long(PARAM, usecs), "sq_defer_usecs restored to %ld",
 	      usecs);
 	if (poll_usecs >= 0)
-		CHECK(!write_long(POLL, poll_usecs),
+		CHECK(!st_write_long(POLL, poll_usecs),
 		      "sq_poll_usecs restored to %ld", poll_usecs);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);

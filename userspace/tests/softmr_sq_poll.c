@@ -36,102 +36,12 @@
 
 #define BUF	(1 << 20)
 
-#include "softmr_qp_util.h"
+#include "softmr_stream.h"
 
 #define PARAM	"/sys/module/softmr/parameters/sq_poll_usecs"
 #define SHARE	"/sys/module/softmr/parameters/sq_poll_share"
-#define MSG	16
-#define NMSG	20000
-#define DEPTH	48	/* below make_end()'s 64 send WRs */
 
 static const char *dev;
-
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int write_long(const char *path, long v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fprintf(f, "%ld\n", v) > 0;
-	return fclose(f) || !ok ? -1 : 0;
-}
-
-/*
- * NMSG RDMA WRITEs of MSG bytes from @a to distinct offsets of @mr, at
- * most DEPTH outstanding, each signaled: completions in order, success,
- * and the destination holds each message.  Returns the posts made (one WR
- * each), or -1.
- */
-static long write_stream(struct end *a, struct ibv_mr *mr, uint8_t *buf)
-{
-	uint8_t *src = buf, *dst = buf + BUF / 2;
-	uint64_t next_wc = 0;
-	long posted = 0, bad = 0;
-	struct timespec seen, t;
-	struct ibv_wc wc[16];
-	int i, n;
-
-	memset(dst, 0, BUF / 2);
-	fill(src, BUF / 2, 3);
-	clock_gettime(CLOCK_MONOTONIC, &seen);
-	while (next_wc < NMSG) {
-		while (posted < NMSG && posted - (long)next_wc < DEPTH) {
-			size_t off = (size_t)posted * MSG % (BUF / 2);
-			struct ibv_sge sg = {
-				.addr = (uintptr_t)(src + off),
-				.length = MSG, .lkey = mr->lkey,
-			};
-			struct ibv_send_wr wr = {
-				.wr_id = posted, .sg_list = &sg, .num_sge = 1,
-				.opcode = IBV_WR_RDMA_WRITE,
-				.send_flags = IBV_SEND_SIGNALED,
-				.wr.rdma = { .remote_addr = (uintptr_t)(dst + off),
-					     .rkey = mr->rkey },
-			};
-
-			if (post(a->qp, &wr))
-				return -1;
-			posted++;
-		}
-		n = ibv_poll_cq(a->cq, 16, wc);
-		if (n < 0)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (n)
-			seen = t;
-		/* a WQE nobody runs: neither poller nor doorbell saw it */
-		if (t.tv_sec - seen.tv_sec > 5) {
-			CHECK(0, "no completion for 5 s: %ld posted, %llu completed",
-			      posted, (unsigned long long)next_wc);
-			return -1;
-		}
-		for (i = 0; i < n; i++, next_wc++)
-			if (wc[i].status != IBV_WC_SUCCESS ||
-			    wc[i].wr_id != next_wc)
-				bad++;
-		if (bad)
-			break;
-	}
-	CHECK(!bad, "%ld completions out of order or in error", bad);
-	CHECK(!memcmp(src, dst, (size_t)NMSG * MSG < BUF / 2 ?
-		      (size_t)NMSG * MSG : BUF / 2),
-	      "every message written");
-	return bad ? -1 : posted;
-}
 
 /* Posts and doorbells of a stream with sq_poll_usecs = @usecs. */
 static void stream_with(struct end *a, struct ibv_mr *mr, uint8_t *buf,
@@ -139,7 +49,7 @@ static void stream_with(struct end *a, struct ibv_mr *mr, uint8_t *buf,
 {
 	long d0, p0;
 
-	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld", usecs);
+	CHECK(!st_write_long(PARAM, usecs), "sq_poll_usecs=%ld", usecs);
 	d0 = st_counter(dev, "send_doorbells");
 	p0 = st_counter(dev, "sq_polls");
 	*posts = write_stream(a, mr, buf);
@@ -1184,14 +1094,14 @@ static void test_fast_lane(void)
 	static const enum ibv_wc_status want[] = { IBV_WC_REM_ACCESS_ERR,
 						   IBV_WC_LOC_PROT_ERR,
 						   IBV_WC_SUCCESS };
-	long usecs = read_long(PARAM);
+	long usecs = st_read_long(PARAM);
 	struct chain_buf cb;
 	uint8_t *fb;
 	int c;
 
 	printf("-- the fast lane checks each WQE\n");
 	/* the longest watch: the chain comes after a completion's wait */
-	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	CHECK(!st_write_long(PARAM, 1000), "sq_poll_usecs=1000");
 	if (chain_buf_make(&cb, 5, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE))
 		goto out;
@@ -1248,7 +1158,7 @@ static void test_fast_lane(void)
 	}
 out:
 	chain_buf_free(&cb);
-	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
+	CHECK(!st_write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
 /*
@@ -1321,13 +1231,13 @@ static int recv_chain(struct end *a, struct end *b, struct ibv_mr *lmr,
  */
 static void test_recv_key_cache(void)
 {
-	long usecs = read_long(PARAM);
+	long usecs = st_read_long(PARAM);
 	struct chain_buf cb;
 	uint8_t *fb;
 	int c;
 
 	printf("-- the receive key cache checks each receive WQE\n");
-	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	CHECK(!st_write_long(PARAM, 1000), "sq_poll_usecs=1000");
 	if (chain_buf_make(&cb, 9, IBV_ACCESS_LOCAL_WRITE))
 		goto out;
 	fb = cb.fb;
@@ -1387,7 +1297,7 @@ static void test_recv_key_cache(void)
 	}
 out:
 	chain_buf_free(&cb);
-	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
+	CHECK(!st_write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
 /* The receiver's ring asks for a receive doorbell (rnr_waiting). */
@@ -1546,7 +1456,7 @@ static int rnr_polled_send_tries(struct end *a, struct end *b, int rnr_retry,
  */
 static void test_rnr_polled(void)
 {
-	long usecs = read_long(PARAM), db = 0, resumes = 0, waits = 0;
+	long usecs = st_read_long(PARAM), db = 0, resumes = 0, waits = 0;
 	struct end a = {}, b = {};
 	struct timespec t0, t;
 	struct chain_buf cb;
@@ -1555,7 +1465,7 @@ static void test_rnr_polled(void)
 	uint32_t flag;
 
 	printf("-- the poller watches for the receive WQE an RNR wait needs\n");
-	CHECK(!write_long(PARAM, 1000), "sq_poll_usecs=1000");
+	CHECK(!st_write_long(PARAM, 1000), "sq_poll_usecs=1000");
 	if (chain_buf_make(&cb, 11, IBV_ACCESS_LOCAL_WRITE))
 		goto out;
 	/*
@@ -1631,7 +1541,7 @@ static void test_rnr_polled(void)
 	free_end(&b);
 out:
 	chain_buf_free(&cb);
-	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
+	CHECK(!st_write_long(PARAM, usecs), "sq_poll_usecs=%ld again", usecs);
 }
 
 /* Large writes among small ones through ibv_post_send: all complete. */
@@ -1747,9 +1657,9 @@ static void test_share(struct end *a, struct ibv_mr *mr, uint8_t *buf)
 	printf("-- the poller shares a busy CPU (sq_poll_share=1)\n");
 	n = hogs_start(pids, 16, &want);
 	CHECK(n == want, "%d spinning processes of %d", n, want);
-	CHECK(!write_long(SHARE, 0), "sq_poll_share=0");
+	CHECK(!st_write_long(SHARE, 0), "sq_poll_share=0");
 	stream_with(a, mr, buf, 200, &posts, &db0, &polls);
-	CHECK(!write_long(SHARE, 1), "sq_poll_share=1");
+	CHECK(!st_write_long(SHARE, 1), "sq_poll_share=1");
 	for (round = 0; round < 5; round++) {
 		stream_with(a, mr, buf, 200, &posts, &db, &polls);
 		if (posts == NMSG && polls > 0 && db < posts / 2)
@@ -1764,7 +1674,7 @@ static void test_share(struct end *a, struct ibv_mr *mr, uint8_t *buf)
 	test_error_while_posting(mr, buf);
 	test_destroy_while_polled(mr, buf);
 	hogs_stop(pids, n);
-	CHECK(!write_long(SHARE, 0), "sq_poll_share=0 again");
+	CHECK(!st_write_long(SHARE, 0), "sq_poll_share=0 again");
 }
 
 int main(int argc, char **argv)
@@ -1776,7 +1686,7 @@ int main(int argc, char **argv)
 	int round;
 
 	dev = argc > 1 ? argv[1] : "softmr0";
-	usecs = read_long(PARAM);
+	usecs = st_read_long(PARAM);
 	if (usecs < 0) {
 		SKIP("no %s: a module without send queue polling", PARAM);
 		return st_finish("softmr_sq_poll");
@@ -1844,7 +1754,7 @@ int main(int argc, char **argv)
 out:
 	free_end(&a);
 	free_end(&b);
-	CHECK(!write_long(PARAM, usecs), "sq_poll_usecs restored to %ld",
+	CHECK(!st_write_long(PARAM, usecs), "sq_poll_usecs restored to %ld",
 	      usecs);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);

@@ -82,6 +82,32 @@ static inline long long st_counter(const char *dev, const char *name)
 	return v;
 }
 
+/* A number from the first line of @path (a module parameter), or -1. */
+static inline long st_read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Write @v to @path (a module parameter): 0, or -1. */
+static inline int st_write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
 /* Whether the running kernel is older than @major.@minor. */
 static inline int st_kernel_before(int major, int minor)
 {

@@ -990,8 +990,7 @@ void softmr_qp_doorbell(struct softmr_qp *qp);
 int softmr_sq_poll_init(void);
 void softmr_sq_poll_context_init(struct softmr_ucontext *uc);
 void softmr_sq_poll_exit(void);
-void softmr_sq_poll_start(struct softmr_qp *qp);
-bool softmr_sq_poll_on(struct softmr_qp *qp);
+bool softmr_sq_poll_start(struct softmr_qp *qp);
 
 /* softmr_sq_defer.c: deferred send doorbells */
 void softmr_sq_defer_init(struct softmr_qp *qp);
@@ -1003,6 +1002,15 @@ void softmr_qp_kick_delayed(struct softmr_qp *qp, unsigned long delay);
 void softmr_sq_work(struct work_struct *work);
 void softmr_rq_flush(struct softmr_qp *qp);
 void softmr_qp_kick_at(struct softmr_qp *qp, unsigned long delay);
+
+/*
+ * Does a user QP's send ring hold WQEs the engine has not taken?  A hint,
+ * unlocked: runs read the ring under sq.lock (softmr_wq_pending()).
+ */
+static inline bool softmr_sq_unconsumed(struct softmr_qp *qp)
+{
+	return READ_ONCE(qp->sq.hdr->producer) != READ_ONCE(qp->sq.cons);
+}
 
 /**
  * softmr_rnr_waiting() - is @qp in an RNR wait (softmr_rnr.c)?

@@ -1754,9 +1754,7 @@ void softmr_qp_doorbell(struct softmr_qp *qp)
 	softmr_sq_ring(qp);
 	if (softmr_qp_run_more(qp, false))
 		softmr_qp_kick(qp);
-	else if (softmr_sq_poll_on(qp))
-		softmr_sq_poll_start(qp);
-	else
+	else if (!softmr_sq_poll_start(qp))
 		softmr_sq_defer(qp);
 }
 

@@ -54,8 +54,8 @@ static enum hrtimer_restart softmr_sq_defer_end(struct hrtimer *timer)
 	 * hints: the worker's run reads the ring under sq.lock, and the end
 	 * of an RNR wait runs the queue (softmr_rnr.c)
 	 */
-	if (READ_ONCE(qp->sq.hdr->producer) != READ_ONCE(qp->sq.cons) &&
-	    !softmr_rnr_waiting(qp) && !READ_ONCE(qp->dying)) {
+	if (softmr_sq_unconsumed(qp) && !softmr_rnr_waiting(qp) &&
+	    !READ_ONCE(qp->dying)) {
 		softmr_count(qp->sdev, SOFTMR_CNT_SQ_DEFER_KICKS, 1);
 		/*
 		 * now, even when a run is queued for later (the timer of an

@@ -103,23 +103,6 @@ static u64 softmr_sq_poll_ns(struct softmr_qp *qp)
 	return (u64)usecs * NSEC_PER_USEC;
 }
 
-/**
- * softmr_sq_poll_on() - is @qp's send queue polled after its doorbells?
- * @qp: the QP
- *
- * Return: polling is on (sq_poll_usecs) and @qp is one it takes.
- */
-bool softmr_sq_poll_on(struct softmr_qp *qp)
-{
-	return softmr_sq_poll_ns(qp);
-}
-
-/* Does the ring hold WQEs the engine has not taken?  A hint, unlocked. */
-static bool softmr_sq_poll_pending(struct softmr_qp *qp)
-{
-	return READ_ONCE(qp->sq.hdr->producer) != READ_ONCE(qp->sq.cons);
-}
-
 /* May @qp be polled: sending, not being destroyed? */
 static bool softmr_sq_poll_live(struct softmr_qp *qp)
 {
@@ -216,20 +199,25 @@ static bool softmr_sq_poll_joined(struct softmr_qp *qp)
  * the QP's poller (softmr_sq_poll()) on another CPU than the poster's.
  * Nothing when the QP is watched already or not polled.  Callable in
  * atomic context.
+ *
+ * Return: polling is on (sq_poll_usecs) and @qp is one it takes, whether
+ * or not a poller was queued now.
  */
-void softmr_sq_poll_start(struct softmr_qp *qp)
+bool softmr_sq_poll_start(struct softmr_qp *qp)
 {
 	int cpu;
 
-	if (!softmr_sq_poll_ns(qp) || !softmr_sq_poll_open(qp) ||
-	    READ_ONCE(qp->sq.hdr->sq_polled) ||
+	if (!softmr_sq_poll_ns(qp))
+		return false;
+	if (!softmr_sq_poll_open(qp) || READ_ONCE(qp->sq.hdr->sq_polled) ||
 	    ktime_get_ns() < READ_ONCE(qp->sq_poll_backoff) ||
 	    softmr_sq_poll_joined(qp))
-		return;
+		return true;
 	cpu = softmr_sq_poll_cpu(qp);
 	if (cpu >= 0)
 		queue_delayed_work_on(cpu, softmr_sq_poll_wq,
 				      &qp->sq_poll_work, 0);
+	return true;
 }
 
 /*
@@ -247,7 +235,7 @@ static void softmr_sq_poll_watch(struct softmr_qp *qp, u32 on)
 static bool softmr_sq_poll_stop(struct softmr_qp *qp)
 {
 	softmr_sq_poll_watch(qp, 0);
-	if (!softmr_sq_poll_pending(qp))
+	if (!softmr_sq_unconsumed(qp))
 		return false;
 	softmr_sq_poll_watch(qp, 1);
 	return true;
@@ -343,7 +331,7 @@ static void softmr_sq_poll_leave(struct softmr_sq_poll_run *run,
 	spin_unlock_irqrestore(&run->uc->sq_poll_lock, flags);
 	if (contended && qp == run->qp)	/* the next run looks for another CPU */
 		WRITE_ONCE(qp->sq_poll_cpu, -1);
-	if (!softmr_sq_poll_pending(qp))
+	if (!softmr_sq_unconsumed(qp))
 		goto put;
 	if (softmr_sq_poll_open(qp)) {
 		/*
@@ -530,7 +518,7 @@ static bool softmr_sq_poll_serve(struct softmr_sq_poll_run *run,
 	 */
 	if (!softmr_rnr_poll(qp))
 		return now <= m->idle_end && single_task_running();
-	if (softmr_sq_poll_pending(qp)) {
+	if (softmr_sq_unconsumed(qp)) {
 		u32 cons = READ_ONCE(qp->sq.cons);
 		bool more, blocked = false;
 
